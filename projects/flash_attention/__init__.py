@@ -1,0 +1,1 @@
+"""flash_attention: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""fsdp_mfu: see README.md beside this file."""

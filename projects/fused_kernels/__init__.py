@@ -1,0 +1,1 @@
+"""fused_kernels: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""gemm_ladder: see README.md beside this file."""

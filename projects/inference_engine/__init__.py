@@ -1,0 +1,1 @@
+"""inference_engine: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""oss_pr_notes: see README.md beside this file."""
