@@ -1,0 +1,94 @@
+"""``flash_attention(q, k, v, causal=False, scale=None)``: our Triton FlashAttention with autograd.
+
+Layout as ``torch.nn.functional.scaled_dot_product_attention``:
+    q: [B, H, Sq, D]   k, v: [B, Hkv, Sk, D] with Hkv dividing H (GQA; Hkv = 1 is MQA)   ->   [B, H, Sq, D]
+Causal masks are aligned bottom-right (FlashAttention-2): query i sees key j iff j <= i + Sk - Sq. Note that
+SDPA's ``is_causal=True`` aligns top-left; the two agree when Sq == Sk.
+
+Supported: CUDA tensors in bfloat16/float16 (float32 too, but only under TRITON_INTERPRET=1, for CPU tests),
+head dims in ``SUPPORTED_HEAD_DIMS``, any sequence lengths. Anything else raises TypeError/ValueError before a
+kernel launches.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from .kernels.launch import attn_bwd, attn_fwd
+from .kernels.tuning import SUPPORTED_HEAD_DIMS, interpreting
+
+GPU_DTYPES = (torch.bfloat16, torch.float16)
+INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: Optional[float]) -> float:
+    """Validates shapes, dtypes and devices; returns the softmax scale to use."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"flash_attention: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"flash_attention: {name} must be 4-D [batch, heads, seqlen, head_dim], got shape "
+                             f"{tuple(t.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"flash_attention: q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"flash_attention: q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if q.device.type == "cuda":
+        if interpreting():
+            raise ValueError("flash_attention: TRITON_INTERPRET=1 runs kernels on CPU tensors; got CUDA tensors")
+        if q.dtype not in GPU_DTYPES:
+            raise TypeError(f"flash_attention: dtype {q.dtype} is not supported on CUDA; use torch.bfloat16 or "
+                            "torch.float16")
+    elif q.device.type == "cpu" and interpreting():
+        if q.dtype not in INTERPRETER_DTYPES:
+            raise TypeError(f"flash_attention: dtype {q.dtype} is not supported; use bfloat16/float16 (float32 "
+                            "only under the interpreter)")
+    else:
+        raise ValueError(f"flash_attention: device {q.device} is not supported: the kernels need a CUDA GPU "
+                         "(or CPU tensors with TRITON_INTERPRET=1)")
+    B, H, Sq, D = q.shape
+    if k.shape != v.shape:
+        raise ValueError(f"flash_attention: k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    Bk, Hkv, Sk, Dk = k.shape
+    if Bk != B:
+        raise ValueError(f"flash_attention: batch sizes differ: q has {B}, k/v have {Bk}")
+    if Dk != D:
+        raise ValueError(f"flash_attention: head dims differ: q has {D}, k/v have {Dk}")
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"flash_attention: head_dim {D} is not supported; supported: {list(SUPPORTED_HEAD_DIMS)}")
+    if Hkv == 0 or H % Hkv != 0:
+        raise ValueError(f"flash_attention: the {Hkv} KV heads must divide the {H} query heads (GQA/MQA)")
+    if min(B, H, Sq, Sk) == 0:
+        raise ValueError(f"flash_attention: empty input: q {tuple(q.shape)}, k {tuple(k.shape)}")
+    if scale is None:
+        return 1.0 / math.sqrt(D)
+    scale = float(scale)
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"flash_attention: scale must be a positive finite number, got {scale}")
+    return scale
+
+
+class FlashAttentionFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal: bool, scale: float):
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        o, lse = attn_fwd(q, k, v, causal, scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal = causal
+        ctx.scale = scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = attn_bwd(do.contiguous(), q, k, v, o, lse, ctx.causal, ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    scale: Optional[float] = None) -> torch.Tensor:
+    """softmax(q·kᵀ·scale [+ causal mask]) · v, per (batch, head); scale defaults to 1/sqrt(head_dim)."""
+    scale = check_inputs(q, k, v, scale)
+    return FlashAttentionFunction.apply(q, k, v, bool(causal), scale)

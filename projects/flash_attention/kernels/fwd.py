@@ -1,0 +1,101 @@
+"""FlashAttention forward in Triton: online softmax over key blocks, O and the log-sum-exp out.
+
+    q: [B, H, Sq, D]   k, v: [B, Hkv, Sk, D] (Hkv divides H: GQA/MQA)   ->   o: [B, H, Sq, D], lse: [B·H, Sq] fp32
+
+One program owns BLOCK_M query rows of one (batch, head) and walks the key blocks it can see. Scores stay in
+fp32 and in log2 units (s₂ = q·k · scale · log2 e), so the softmax uses exp2 and the scale folds into one FMA.
+``lse`` is stored in the same log2 units (m + log2 l); the backward recomputes P = exp2(s₂ − lse).
+
+Causal attention is aligned bottom-right as in FlashAttention-2: query i sees key j iff j ≤ i + (Sk − Sq). The
+key range of a query block splits in two stages: blocks every row sees in full (no mask, no bounds check)
+and the diagonal/ragged-tail blocks (mask). Rows that see no key at all (causal with Sq > Sk) give O = 0 and
+lse = +inf, which makes their P, and so their gradients, exactly zero.
+
+Tensors reach the kernel as TMA tensor descriptors over the flattened [rows, D] view; a block that runs past a
+head's last row reads the next head's rows (or TMA's zero fill at the tensor's end), which the mask removes,
+and O is stored with plain masked stores so a ragged tail never writes into the next head.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk_scale, seqlen_k, diag,
+               BLOCK_N: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+    offs_n0 = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        k = desc_k.load([kv_row0 + start_n, 0])
+        qk = tl.dot(q, k.T, input_precision=PRECISION)
+        if MASK:
+            offs_n = start_n + offs_n0
+            keep = offs_n[None, :] < seqlen_k
+            if CAUSAL:
+                keep = keep & (offs_n[None, :] <= offs_m[:, None] + diag)
+            s = tl.where(keep, qk * qk_scale, -float("inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            # A row with no visible key yet keeps m = -inf; subtract 0 instead so exp2 gives 0, not NaN.
+            m_sub = tl.where(m_new == -float("inf"), 0.0, m_new)
+            p = tl.math.exp2(s - m_sub[:, None])
+            alpha = tl.math.exp2(m_i - m_sub)
+        else:
+            # qk_scale > 0 (checked on the host), so max(qk)·scale = max(qk·scale): one multiply per row.
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+            alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([kv_row0 + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=PRECISION)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd_kernel(desc_q, desc_k, desc_v, O, LSE, qk_scale, seqlen_q, seqlen_k, num_heads, group,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+    # grid: (cdiv(Sq, BLOCK_M), B·H). Causal: the last query blocks see the most keys; launch them first so the
+    # long programs do not end up in the tail wave.
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    bh = tl.program_id(1)
+    batch = bh // num_heads
+    head = bh % num_heads
+    bh_kv = batch * (num_heads // group) + head // group
+    start_m = pid_m * BLOCK_M
+    q_row0 = bh * seqlen_q
+    kv_row0 = bh_kv * seqlen_k
+    diag = seqlen_k - seqlen_q  # bottom-right alignment: row i sees keys j <= i + diag
+
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    q = desc_q.load([q_row0 + start_m, 0])
+
+    if CAUSAL:
+        # Keys every row of the block sees: j <= start_m + diag. Keys any row sees: j < start_m + BLOCK_M + diag.
+        full_end = tl.minimum(tl.maximum(start_m + diag + 1, 0), seqlen_k)
+        hi = tl.minimum(tl.maximum(start_m + BLOCK_M + diag, 0), seqlen_k)
+    else:
+        full_end = seqlen_k
+        hi = seqlen_k
+    full_end = (full_end // BLOCK_N) * BLOCK_N
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, 0, full_end, offs_m, qk_scale,
+                               seqlen_k, diag, BLOCK_N, False, CAUSAL, PRECISION)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, full_end, hi, offs_m, qk_scale,
+                               seqlen_k, diag, BLOCK_N, True, CAUSAL, PRECISION)
+
+    empty = l_i == 0.0
+    o = acc / tl.where(empty, 1.0, l_i)[:, None]
+    lse = tl.where(empty, float("inf"), m_i + tl.math.log2(tl.where(empty, 1.0, l_i)))
+    row_ok = offs_m < seqlen_q
+    tl.store(LSE + bh.to(tl.int64) * seqlen_q + offs_m, lse, mask=row_ok)
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows = (q_row0 + offs_m).to(tl.int64)
+    tl.store(O + rows[:, None] * HEAD_DIM + offs_d[None, :], o.to(O.dtype.element_ty), mask=row_ok[:, None])

@@ -1,0 +1,151 @@
+"""Launch configs for the attention kernels, and the small tuner that picks one per shape class.
+
+One registry (``CONFIGS``) holds every config each kernel may run with, per head dim. Why our own tuner and not
+``triton.autotune``: the kernels take TMA tensor descriptors whose block shape depends on the config, which
+``triton.autotune`` can only set through a ``pre_hook`` — and configs with a pre_hook are never cached on disk,
+so every bench process would re-tune. Here the winner per key is kept in memory and in a JSON file, so a
+process that finds it on disk launches the winner at once (and Triton's own cache holds its binary).
+
+Tuning cost counts against the quick bench (≤ 2 min for the whole project): 2–3 configs per kernel per head
+dim, timed with a short ``do_bench`` (warmup 5 ms, 25 ms of reps).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """block_m: query rows per program (or per inner step, for dK/dV); block_n: key rows per step (or per
+    program, for dK/dV). num_warps / num_stages: Triton's warps per program and software-pipelining depth."""
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+    def __str__(self) -> str:
+        return f"{self.block_m},{self.block_n},{self.num_warps},{self.num_stages}"
+
+    @classmethod
+    def parse(cls, text: str) -> "KernelConfig":
+        parts = [int(x) for x in text.split(",")]
+        if len(parts) != 4:
+            raise ValueError(f"a kernel config is 'block_m,block_n,num_warps,num_stages', got {text!r}")
+        return cls(*parts)
+
+
+C = KernelConfig
+# Hopper (H200) candidates. Forward: 128 query rows per program, as FA2/FA3 do; BLOCK_N 128 with 8 warps (two
+# warpgroups, each owning 64 rows of S = Q·Kᵀ and of O) or 64 with 4. dK/dV: a program owns BLOCK_N key rows
+# (dK and dV accumulate in registers: 2·BLOCK_N·D fp32, 128 registers a thread at 128×128 with 8 warps) and steps
+# over BLOCK_M query rows. dQ: a program owns BLOCK_M query rows and steps over BLOCK_N key rows.
+CONFIGS: dict[str, dict[int, list[KernelConfig]]] = {
+    "fwd": {
+        32: [C(128, 64, 4, 3), C(128, 128, 8, 3)],
+        64: [C(128, 128, 8, 3), C(128, 64, 4, 3), C(128, 128, 4, 3)],
+        128: [C(128, 128, 8, 3), C(128, 64, 4, 3), C(128, 64, 8, 3)],
+        256: [C(128, 64, 8, 2), C(64, 64, 4, 2)],
+    },
+    "bwd_dkdv": {
+        32: [C(64, 128, 8, 3), C(32, 128, 4, 3)],
+        64: [C(64, 128, 8, 3), C(32, 128, 4, 3), C(64, 64, 4, 3)],
+        128: [C(64, 128, 8, 2), C(32, 128, 8, 3), C(64, 64, 4, 3)],
+        256: [C(32, 64, 4, 2), C(32, 64, 8, 2)],
+    },
+    "bwd_dq": {
+        32: [C(128, 64, 8, 3), C(128, 32, 4, 3)],
+        64: [C(128, 64, 8, 3), C(128, 32, 4, 3), C(64, 64, 4, 3)],
+        128: [C(128, 64, 8, 2), C(128, 32, 8, 3), C(64, 64, 4, 3)],
+        256: [C(64, 32, 4, 2), C(64, 32, 8, 2)],
+    },
+}
+# Under TRITON_INTERPRET=1 (CPU tests): small blocks so that tiny ragged shapes still span several blocks.
+INTERPRET_CONFIG = {name: C(16, 16, 4, 1) for name in CONFIGS}
+
+SUPPORTED_HEAD_DIMS = tuple(sorted(CONFIGS["fwd"]))
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def candidates(kernel: str, head_dim: int) -> list[KernelConfig]:
+    """The configs `kernel` may use at `head_dim`; an env override GPUFOLIO_FA_<KERNEL>=bm,bn,w,s pins one
+    (for profiling a single config under ncu)."""
+    pinned = os.environ.get(f"GPUFOLIO_FA_{kernel.upper()}")
+    if pinned:
+        return [KernelConfig.parse(pinned)]
+    if interpreting():
+        return [INTERPRET_CONFIG[kernel]]
+    return list(CONFIGS[kernel][head_dim])
+
+
+class Tuner:
+    """Picks the fastest config per key (kernel, head dim, causal, dtype, length class, GPU), remembering it in
+    memory and in a JSON file (``GPUFOLIO_FA_TUNE_FILE``, default ``~/.cache/gpufolio/flash_attention_tune.json``)."""
+
+    def __init__(self, path: Optional[Path] = None) -> None:
+        default = Path.home() / ".cache" / "gpufolio" / "flash_attention_tune.json"
+        self.path = Path(os.environ.get("GPUFOLIO_FA_TUNE_FILE", path or default))
+        self._lock = threading.Lock()
+        self._best: Optional[dict[str, str]] = None
+
+    def _load(self) -> dict[str, str]:
+        if self._best is None:
+            try:
+                self._best = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                self._best = {}
+        return self._best
+
+    def _save(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self._best, indent=1, sort_keys=True))
+            tmp.replace(self.path)
+        except OSError:
+            pass  # a read-only home only costs re-tuning in the next process
+
+    def pick(self, key: str, configs: list[KernelConfig], launch: Callable[[KernelConfig], None]) -> KernelConfig:
+        """The config to use for `key`. With more than one candidate, each is launched (compiling it) and timed;
+        a config that fails to compile or launch (e.g. out of shared memory) is skipped."""
+        if len(configs) == 1:
+            return configs[0]
+        with self._lock:
+            best = self._load().get(key)
+            for cfg in configs:
+                if str(cfg) == best:
+                    return cfg
+            import triton.testing
+
+            timings: dict[KernelConfig, float] = {}
+            for cfg in configs:
+                try:
+                    timings[cfg] = triton.testing.do_bench(lambda cfg=cfg: launch(cfg), warmup=5, rep=25)
+                except Exception as exc:  # noqa: BLE001 — OutOfResources, PTXAS errors: this config can't run
+                    if os.environ.get("GPUFOLIO_FA_TUNE_VERBOSE"):
+                        print(f"[fa-tune] {key} {cfg}: {type(exc).__name__}: {exc}")
+            if not timings:
+                raise RuntimeError(f"no attention config could launch for {key}: tried {[str(c) for c in configs]}")
+            winner = min(timings, key=timings.get)
+            if os.environ.get("GPUFOLIO_FA_TUNE_VERBOSE"):
+                print(f"[fa-tune] {key}: " + ", ".join(f"{c}={t * 1e3:.0f}us" for c, t in timings.items()))
+            self._best[key] = str(winner)
+            self._save()
+            return winner
+
+
+TUNER = Tuner()
+
+
+def length_class(seqlen_q: int, seqlen_k: int) -> str:
+    """Coarse length bucket for the tuning key: short sequences favour smaller blocks (more programs)."""
+    n = max(seqlen_q, seqlen_k)
+    return "short" if n <= 1024 else "long"

@@ -1,0 +1,80 @@
+"""MFU in one place: FLOPs per token, itemised, and the peaks they are divided by.
+
+Counted (per token, forward + backward, PaLM appendix B style):
+  dense   = 6 · N_matmul       every Linear weight: 2 FLOPs/token forward (multiply + add), 4 backward
+                               (dX and dW). N_matmul = all Linear weights incl. the untied output head.
+  attn    = 12 · L · H · D · T QK^T and P·V: 2·T·D FLOPs each per query per head forward (4·T·D), ×3 with
+                               backward. The FULL T×T square, as PaLM and torchtitan count it: a causal kernel
+                               skips about half of it, so ``attention_causal`` (the ~half a causal kernel does)
+                               is reported beside it.
+Excluded: the embedding lookup (a gather, no multiply-add; its weight is not in N_matmul), RMSNorm, RoPE,
+SiLU·mul, softmax, residual adds, cross-entropy and the optimizer — elementwise work that is memory-bound and
+a rounding error next to the matmuls.
+
+HFU (hardware FLOPs) adds what activation checkpointing recomputes: one more forward of every block,
+2 · N_blocks_matmul + 4 · L · H · D · T per token (the output head is not recomputed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .configs import ModelConfig
+
+# Dense (no 2:4 sparsity) bf16 tensor-core peak, FLOP/s, from NVIDIA's datasheets.
+PEAK_BF16_FLOPS: dict[str, float] = {
+    "H200": 989e12,  # H200 SXM datasheet: 1,979 TFLOPS "with sparsity" -> 989.5 dense
+    "H100": 989e12,  # H100 SXM datasheet (same GH100 die and clocks as H200 SXM)
+    "A100": 312e12,  # A100 datasheet, bf16 dense
+}
+
+
+def peak_flops(gpu_name: str) -> float:
+    """The datasheet peak for a device name such as 'NVIDIA H200'; KeyError for an unknown card
+    (never a made-up default: an unknown peak is how nanoGPT reported 104% MFU on H100)."""
+    for key, value in PEAK_BF16_FLOPS.items():
+        if key in gpu_name.upper():
+            return value
+    raise KeyError(f"no datasheet bf16 peak for {gpu_name!r}; known: {sorted(PEAK_BF16_FLOPS)}")
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    dense: float             # 6 · N_matmul
+    attention: float         # 12 · L · H · D · T (full square)
+    attention_causal: float  # the part a causal kernel computes: 12 · L · H · D · (T + 1) / 2
+    recompute: float         # extra hardware FLOPs under full activation checkpointing (0 without)
+
+    @property
+    def model(self) -> float:
+        """Model FLOPs per token: the MFU numerator (PaLM convention)."""
+        return self.dense + self.attention
+
+    @property
+    def model_causal(self) -> float:
+        return self.dense + self.attention_causal
+
+    @property
+    def hardware(self) -> float:
+        """Hardware FLOPs per token (HFU numerator): model FLOPs plus recomputation."""
+        return self.model + self.recompute
+
+
+def matmul_params(cfg: ModelConfig) -> int:
+    """Weights that take part in a matmul: every block's Linear layers and the output head (not the
+    embedding table, not the norms)."""
+    return cfg.n_layers * (cfg.attn_params() + cfg.mlp_params()) + cfg.vocab_size * cfg.dim
+
+
+def flops_per_token(cfg: ModelConfig, seq_len: int, activation_checkpointing: bool = False) -> FlopsPerToken:
+    L, H, D, T = cfg.n_layers, cfg.n_heads, cfg.head_dim, seq_len
+    dense = 6.0 * matmul_params(cfg)
+    attention = 12.0 * L * H * D * T
+    recompute = 0.0
+    if activation_checkpointing:
+        recompute = 2.0 * cfg.n_layers * (cfg.attn_params() + cfg.mlp_params()) + 4.0 * L * H * D * T
+    return FlopsPerToken(dense, attention, 12.0 * L * H * D * (T + 1) / 2, recompute)
+
+
+def mfu(flops_per_token_: float, tokens_per_s: float, n_gpus: int, peak: float) -> float:
+    """Fraction of ``n_gpus`` x ``peak`` that ``tokens_per_s`` (global) achieves."""
+    return flops_per_token_ * tokens_per_s / (n_gpus * peak)

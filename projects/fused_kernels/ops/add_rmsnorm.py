@@ -1,0 +1,179 @@
+"""Residual-add + RMSNorm in Triton, forward and backward; plain RMSNorm is the same kernels with HAS_RESIDUAL off.
+
+    s     = x + residual                      (fp32; stored back as the new residual in the input dtype)
+    y     = w * s * rstd,  rstd = 1/sqrt(mean(s^2) + eps)
+    ds    = rstd * (w*dy - n * mean(n * w*dy)) + d(residual_out),  n = s * rstd
+    dx    = dresidual = ds                    (the add passes the same gradient to both inputs)
+    dw    = sum over rows of dy * n           (per-program fp32 partial sums, then one reduction)
+
+Why it wins on the roofline: unfused, x + r writes s and the norm reads it back, 2 extra passes over a
+[T, H] tensor (5 passes instead of 4 in the forward). Here each element is read and written once:
+I/O forward = read x, r + write y, r_out; backward = read dy, d(r_out), r_out + write ds. The backward
+recomputes rstd from the saved residual (a row reduction in registers) instead of saving it: one fewer
+tensor to keep alive between forward and backward, and no extra pass.
+
+Layout: rows are [T, H] contiguous; a program holds ROWS x BLOCK_N elements in registers (BLOCK_N =
+next_pow2(H), masked for odd widths). Small H packs several rows per program so each still moves enough bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_BLOCK_N = 65536  # beyond this a row no longer fits in one program's registers: refuse rather than spill
+
+
+@triton.jit
+def _rmsnorm_fwd_kernel(x_ptr, r_ptr, w_ptr, y_ptr, r_out_ptr, n_rows, n_cols, eps,
+                        HAS_RESIDUAL: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]  # [ROWS, 1]
+    cols = tl.arange(0, BLOCK_N)[None, :]  # [1, BLOCK_N]
+    col_ok = cols < n_cols
+    mask = (rows < n_rows) & col_ok
+    offs = rows * n_cols + cols
+    s = tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    if HAS_RESIDUAL:
+        s += tl.load(r_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        tl.store(r_out_ptr + offs, s.to(r_out_ptr.dtype.element_ty), mask=mask)
+    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(s * s, axis=1) / n_cols + eps)  # [ROWS]
+    y = s * rstd[:, None] * w
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rmsnorm_bwd_kernel(dy_ptr, dr_out_ptr, s_ptr, w_ptr, ds_ptr, dw_part_ptr, n_rows, n_cols, eps,
+                        tiles_per_prog, HAS_DRES: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    col_ok = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    # A contiguous run of row tiles per program: its dw partial is one row of dw_part, no atomics.
+    for t in range(pid * tiles_per_prog, (pid + 1) * tiles_per_prog):
+        rows = (t * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
+        mask = (rows < n_rows) & col_ok
+        offs = rows * n_cols + cols
+        s = tl.load(s_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(s * s, axis=1) / n_cols + eps)[:, None]
+        n = s * rstd
+        wdy = w * dy
+        c = tl.sum(n * wdy, axis=1)[:, None] / n_cols
+        ds = rstd * (wdy - n * c)
+        if HAS_DRES:
+            ds += tl.load(dr_out_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        tl.store(ds_ptr + offs, ds.to(ds_ptr.dtype.element_ty), mask=mask)
+        dw_acc += tl.sum(dy * n, axis=0)
+    tl.store(dw_part_ptr + pid * n_cols + tl.arange(0, BLOCK_N), dw_acc, mask=tl.arange(0, BLOCK_N) < n_cols)
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How one [T, H] problem maps onto programs. Defaults from ``launch_config``; the sweep overrides them."""
+
+    block_n: int
+    rows: int  # rows per program (per loop step in the backward)
+    num_warps: int
+    bwd_progs_per_sm: int = 4
+
+    def __post_init__(self) -> None:
+        if self.block_n > MAX_BLOCK_N:
+            raise ValueError(f"hidden size needs BLOCK_N={self.block_n} > {MAX_BLOCK_N}: unsupported")
+        if self.rows < 1 or self.rows & (self.rows - 1):
+            raise ValueError(f"rows per program must be a power of two, got {self.rows}")
+
+
+def launch_config(n_cols: int) -> LaunchConfig:
+    """BLOCK_N = next_pow2(H); warps grow with the row (4 up to 2048 wide, 8 at 4096, 16 from 8192) so each
+    thread holds 8-16 elements; small rows are packed so a program moves at least ~4096 elements."""
+    block_n = triton.next_power_of_2(n_cols)
+    num_warps = 4 if block_n <= 2048 else 8 if block_n <= 4096 else 16
+    rows = max(1, min(16, 4096 // block_n))
+    return LaunchConfig(block_n=block_n, rows=rows, num_warps=num_warps)
+
+
+def _sm_count(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4  # interpreter: a few programs, so the partial-sum reduction is still exercised
+
+
+def rmsnorm_forward(x: torch.Tensor, residual: Optional[torch.Tensor], weight: torch.Tensor, eps: float,
+                    cfg: Optional[LaunchConfig] = None):
+    """x, residual: [..., H]; weight: [H]. Returns (y, residual_out); residual_out is None without a residual.
+    residual_out is the new residual stream x + residual, in x's dtype."""
+    shape = x.shape
+    n_cols = shape[-1]
+    x2 = x.reshape(-1, n_cols).contiguous()
+    n_rows = x2.shape[0]
+    cfg = cfg or launch_config(n_cols)
+    y = torch.empty_like(x2)
+    if residual is not None:
+        if residual.shape != shape:
+            raise ValueError(f"residual shape {tuple(residual.shape)} != x shape {tuple(shape)}")
+        r2 = residual.reshape(-1, n_cols).contiguous()
+        r_out = torch.empty_like(x2)
+    else:
+        r2 = r_out = x2  # unused: HAS_RESIDUAL=False compiles the loads and stores away
+    if n_rows:
+        grid = (triton.cdiv(n_rows, cfg.rows),)
+        _rmsnorm_fwd_kernel[grid](x2, r2, weight, y, r_out, n_rows, n_cols, eps, HAS_RESIDUAL=residual is not None,
+                                  ROWS=cfg.rows, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps)
+    return y.view(shape), (r_out.view(shape) if residual is not None else None)
+
+
+def rmsnorm_backward(dy: torch.Tensor, dres_out: Optional[torch.Tensor], s: torch.Tensor, weight: torch.Tensor,
+                     eps: float, cfg: Optional[LaunchConfig] = None):
+    """Gradients of rmsnorm_forward. ``s`` is the normalised input (residual_out, or x for plain RMSNorm);
+    ``dres_out`` the gradient flowing into residual_out (None if it has none). Returns (ds, dweight)."""
+    shape = s.shape
+    n_cols = shape[-1]
+    s2 = s.reshape(-1, n_cols).contiguous()
+    dy2 = dy.reshape(-1, n_cols).contiguous()
+    dr2 = dres_out.reshape(-1, n_cols).contiguous() if dres_out is not None else dy2
+    n_rows = s2.shape[0]
+    cfg = cfg or launch_config(n_cols)
+    ds = torch.empty_like(s2)
+    n_tiles = triton.cdiv(n_rows, cfg.rows)
+    n_progs = max(1, min(n_tiles, _sm_count(s.device) * cfg.bwd_progs_per_sm))
+    tiles_per_prog = triton.cdiv(n_tiles, n_progs)
+    n_progs = triton.cdiv(n_tiles, tiles_per_prog) if n_tiles else 1  # no program with an empty range
+    dw_part = torch.empty((n_progs, n_cols), dtype=torch.float32, device=s.device)
+    if n_rows:
+        _rmsnorm_bwd_kernel[(n_progs,)](dy2, dr2, s2, weight, ds, dw_part, n_rows, n_cols, eps, tiles_per_prog,
+                                        HAS_DRES=dres_out is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n,
+                                        num_warps=cfg.num_warps)
+    else:
+        dw_part.zero_()
+    dw = dw_part.sum(0).to(weight.dtype)
+    return ds.view(shape), dw
+
+
+class AddRMSNormFunction(torch.autograd.Function):
+    """(x, residual, weight) -> (rmsnorm(x + residual) * weight, x + residual)."""
+
+    @staticmethod
+    def forward(ctx, x, residual, weight, eps):
+        y, r_out = rmsnorm_forward(x, residual, weight, eps)
+        ctx.save_for_backward(r_out, weight)
+        ctx.eps = eps
+        return y, r_out
+
+    @staticmethod
+    def backward(ctx, dy, dr_out):
+        r_out, weight = ctx.saved_tensors
+        if dy is None:
+            dy = torch.zeros_like(r_out)
+        ds, dw = rmsnorm_backward(dy, dr_out, r_out, weight, ctx.eps)
+        # The same tensor for x and residual: autograd copies before it would let one alias the other's .grad.
+        return ds, ds, dw, None
+
+
+def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+    """Fused ``s = x + residual; return rmsnorm(s) * weight, s`` (forward and backward in Triton)."""
+    return AddRMSNormFunction.apply(x, residual, weight, eps)

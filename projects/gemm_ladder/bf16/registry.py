@@ -1,0 +1,110 @@
+"""The BF16 ladder's one registry: every rung's id, label, source, launcher and shape rules.
+
+The bench, the tests, gpu.sh's SASS/ncu loops (via ``python -m gpufolio_projects.gemm_ladder.bf16.registry``)
+and the writeup all read this list. All rungs compute C[M,N] = A[M,K] @ B[N,K]^T in bf16 with fp32
+accumulation (A and B row-major, so both operands are K-major: the layout wgmma reads without transposes).
+Importable without torch.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpufolio.api import Unsupported
+
+HERE = Path(__file__).resolve().parent
+KERNEL_DIR = HERE / "kernels"
+EXTENSION_NAME = "gpufolio_bf16_gemm"
+BINDINGS = "bindings.cpp"
+
+
+@dataclass(frozen=True)
+class Rung:
+    id: str  # "05_warp_specialized": file stem, variant name in records, binding name "r05"
+    label: str
+    tile: tuple[int, int]  # (BM, BN) output tile of one CTA
+    uses_wgmma: bool  # SASS must show HGMMA (checked by the tests and gpu.sh)
+    needs_sm90a: bool  # uses wgmma / TMA / setmaxnreg; rungs 01-02 only need sm_80 instructions
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"\d\d_[a-z0-9_]+", self.id):
+            raise ValueError(f"rung id {self.id!r} must be NN_technique")
+
+    @property
+    def file(self) -> str:
+        return f"{self.id}.cu"
+
+    @property
+    def number(self) -> int:
+        return int(self.id[:2])
+
+    @property
+    def launcher(self) -> str:
+        """Python name of the binding in the extension (and `bf16_rungNN_launch` in C)."""
+        return f"r{self.number:02d}"
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung("01_mma_sync_ldmatrix", "mma.sync + ldmatrix, swizzled smem", (128, 128), False, False),
+    Rung("02_cp_async_pipeline", "+ 4-stage cp.async pipeline", (128, 128), False, False),
+    Rung("03_tma_wgmma", "TMA + wgmma, 1 warpgroup", (128, 128), True, True),
+    Rung("04_wgmma_two_consumers", "128x256 tile, 2 warpgroups, TMA ring", (128, 256), True, True),
+    Rung("05_warp_specialized", "producer/consumer + setmaxnreg", (128, 256), True, True),
+)
+BY_ID = {r.id: r for r in RUNGS}
+
+
+def get(rung_id: str) -> Rung:
+    try:
+        return BY_ID[rung_id]
+    except KeyError:
+        raise KeyError(f"no bf16 rung {rung_id!r}; rungs: {list(BY_ID)}") from None
+
+
+def sources() -> tuple[str, ...]:
+    """Extension sources relative to projects/gemm_ladder/ (what build.load_extension expects)."""
+    return tuple(f"bf16/kernels/{r.file}" for r in RUNGS) + (f"bf16/kernels/{BINDINGS}",)
+
+
+def check_shape(M: int, N: int, K: int) -> None:
+    """Raise Unsupported for a problem no rung launches. The rules, and why:
+    - M, N, K >= 1.
+    - K % 8 == 0 and N % 8 == 0: rows of A, B (K elements) and C (N elements) must start on 16-byte
+      boundaries for TMA tensor maps and 16-byte cp.async chunks, and a bf16 column pair is stored as one
+      4-byte word (the Python side could pad; it refuses instead, before any launch).
+    - sizes below 2^31 elements per operand (32-bit tile coordinates and offsets per row).
+    Ragged M, N and K tails are handled inside the kernels (zero-filled loads, masked stores)."""
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        if int(v) != v or v < 1:
+            raise Unsupported(f"{name}={v}: dimensions must be positive integers")
+    if K % 8:
+        raise Unsupported(f"K={K}: rows of A and B must be 16-byte aligned (K % 8 == 0)")
+    if N % 8:
+        raise Unsupported(f"N={N}: rows of C must be 16-byte aligned (N % 8 == 0)")
+    if max(M, N) * K >= 2**31 or M * N >= 2**31:
+        raise Unsupported(f"{M}x{N}x{K}: operands of 2^31 elements or more are not supported")
+
+
+def device_reason(rung: Rung) -> str | None:
+    """None if this machine can run the rung, else why not (Variant.available). The extension is built for
+    sm_90a only (one cubin), so even the mma.sync rungs need a compute-capability 9.0 GPU here."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU"
+    cc = torch.cuda.get_device_capability()
+    if cc != (9, 0):
+        what = "wgmma/TMA need sm_90a" if rung.needs_sm90a else "the extension is built for sm_90a only"
+        return f"GPU is sm_{cc[0]}{cc[1]}; {what} (Hopper H100/H200)"
+    return None
+
+
+if __name__ == "__main__":  # gpu.sh: `python -m ...registry ids|wgmma_ids`
+    which = sys.argv[1] if len(sys.argv) > 1 else "ids"
+    for r in RUNGS:
+        if which == "ids" or (which == "wgmma_ids" and r.uses_wgmma):
+            print(r.id)

@@ -1,0 +1,1 @@
+"""The FP32 SGEMM ladder: one CUDA kernel per rung (NN_technique.cu), listed in registry.py."""

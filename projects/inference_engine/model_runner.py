@@ -1,0 +1,228 @@
+"""Runs a scheduled batch on the device: builds the model and the KV pool, prepares inputs, samples.
+
+KV pool: one tensor ``kv_cache: [2, layers, num_blocks + 1, block_size, H_kv, D]``; the extra last block is
+scratch that padding rows of a CUDA-graph batch write into. On a GPU the pool takes what is left of
+``gpu_memory_utilization · total memory`` after the weights and an activation reserve.
+
+Decode runs in CUDA graphs captured per batch-size bucket (a batch is padded up to its bucket). The graph does
+a whole step in place — slot mapping from positions and block tables, forward, sampling, then
+``input_ids <- sampled``, ``positions += 1``, ``context_lens += 1`` — so replaying it k times runs k decode
+steps with no host work in between (multi-step decode) and one sync at the end.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Optional
+
+import torch
+
+from .attention import AttentionMetadata
+from .config import EngineConfig
+from .model import LlamaForCausalLM, load_hf_weights, random_init_
+from .sampler import Sampler
+from .scheduler import ScheduledBatch
+from .sequence import Sequence
+
+GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
+
+
+class ModelRunner:
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        self.device = torch.device(config.device)
+        self.dtype = getattr(torch, config.dtype)
+        self.block_size = config.cache.block_size
+        mc = config.model_config
+        self.vocab_size = mc.vocab_size
+        # lookahead: multi-step decode may write up to num_decode_steps positions past max_model_len
+        self.max_blocks_per_seq = -(-(config.max_model_len + config.scheduler.num_decode_steps) // self.block_size)
+        self.model = self._build_model()
+        self.num_blocks = self._num_blocks()
+        self.scratch_block = self.num_blocks
+        self.kv_cache = torch.zeros(2, mc.num_hidden_layers, self.num_blocks + 1, self.block_size,
+                                    mc.num_key_value_heads, mc.head_dim, dtype=self.dtype, device=self.device)
+        self.kv_caches = [(self.kv_cache[0, i], self.kv_cache[1, i]) for i in range(mc.num_hidden_layers)]
+        self.sampler = Sampler()
+        self.use_graphs = config.cuda_graphs and self.device.type == "cuda"
+        self.max_batch = config.scheduler.max_num_seqs
+        self._alloc_decode_buffers()
+        self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
+        self.graph_buckets = [b for b in GRAPH_BUCKETS if b <= min(config.max_graph_batch, self.max_batch)]
+        if self.use_graphs:
+            self.graph_pool = torch.cuda.graph_pool_handle()
+            for b in reversed(self.graph_buckets):  # largest first: the smaller ones reuse its memory
+                self._capture(b, greedy_only=True)
+
+    # -- setup --------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _build_model(self) -> LlamaForCausalLM:
+        cfg = self.config
+        with torch.device("meta"):
+            model = LlamaForCausalLM(cfg.model_config, cfg.max_model_len + cfg.scheduler.num_decode_steps)
+        model.to_empty(device=self.device)
+        model.tie_weights()  # to_empty replaces each module's parameter separately, which unties them
+        for layer in model.layers:
+            layer.self_attn.rope.reset()
+        if cfg.model is not None:
+            load_hf_weights(model, cfg.model)
+        else:
+            random_init_(model, cfg.seed)
+        model.to(self.dtype)
+        for layer in model.layers:  # to(dtype) cast the RoPE table too; keep it fp32
+            layer.self_attn.rope.reset()
+        return model.eval()
+
+    def _num_blocks(self) -> int:
+        cache, mc, sc = self.config.cache, self.config.model_config, self.config.scheduler
+        if cache.num_blocks is not None:
+            return cache.num_blocks
+        if self.device.type != "cuda":
+            return 4 * self.max_blocks_per_seq
+        elem = self.dtype.itemsize
+        free, total = torch.cuda.mem_get_info(self.device)
+        # activations of the largest prefill step, and fp32 logits (+ sort buffers) of the largest decode batch
+        act = sc.max_num_batched_tokens * (6 * mc.hidden_size + 4 * mc.intermediate_size) * elem
+        act += sc.max_num_seqs * mc.vocab_size * 4 * 6 + (512 << 20)
+        budget = free - (1.0 - cache.gpu_memory_utilization) * total - act
+        block_bytes = mc.kv_bytes_per_token(elem) * self.block_size
+        num = int(budget // block_bytes)
+        if num < self.max_blocks_per_seq:
+            raise RuntimeError(f"KV pool of {num} blocks cannot hold one max_model_len sequence; "
+                               "raise gpu_memory_utilization or lower max_model_len")
+        return num
+
+    def _alloc_decode_buffers(self) -> None:
+        B, W, dev = self.max_batch, self.max_blocks_per_seq, self.device
+        self.input_ids = torch.zeros(B, dtype=torch.int64, device=dev)
+        self.positions = torch.zeros(B, dtype=torch.int64, device=dev)
+        self.context_lens = torch.zeros(B, dtype=torch.int32, device=dev)
+        self.block_tables = torch.full((B, W), self.scratch_block, dtype=torch.int32, device=dev)
+        self.temperatures = torch.zeros(B, dtype=torch.float32, device=dev)
+        self.top_k = torch.full((B,), self.vocab_size, dtype=torch.int64, device=dev)
+        self.top_p = torch.ones(B, dtype=torch.float32, device=dev)
+        self.next_ids = torch.zeros(B, dtype=torch.int64, device=dev)
+        self.step_tokens = torch.zeros(self.config.scheduler.num_decode_steps, B, dtype=torch.int64, device=dev)
+
+    # -- decode ---------------------------------------------------------------------------------------------
+    def _decode_body(self, b: int, greedy_only: bool) -> None:
+        """One decode step for rows [0, b) of the static buffers, advancing them in place."""
+        ids, pos, ctx, bt = self.input_ids[:b], self.positions[:b], self.context_lens[:b], self.block_tables[:b]
+        bs = self.block_size
+        slot = bt.gather(1, (pos // bs).unsqueeze(1)).squeeze(1).long() * bs + pos % bs
+        meta = AttentionMetadata(False, bs, slot, bt, ctx)
+        hidden = self.model(ids, pos, self.kv_caches, meta)
+        logits = self.model.compute_logits(hidden)
+        tokens = self.sampler(logits, self.temperatures[:b], self.top_k[:b], self.top_p[:b], greedy_only)
+        self.next_ids[:b].copy_(tokens)
+        ids.copy_(tokens)
+        pos.add_(1)
+        ctx.add_(1)
+
+    def _reset_padding(self, start: int, end: int) -> None:
+        """Rows [start, end) become padding: a context of 0 in the scratch block."""
+        self.input_ids[start:end] = 0
+        self.positions[start:end] = 0
+        self.context_lens[start:end] = 0
+        self.block_tables[start:end] = self.scratch_block
+        self.temperatures[start:end] = 0.0
+
+    @torch.inference_mode()
+    def _capture(self, b: int, greedy_only: bool) -> None:
+        self._reset_padding(0, b)  # warm-up and capture must write only into the scratch block
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # compiles the Triton kernels, settles cuBLAS workspaces
+                self._reset_padding(0, b)
+                self._decode_body(b, greedy_only)
+        torch.cuda.current_stream().wait_stream(stream)
+        self._reset_padding(0, b)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.graph_pool):
+            self._decode_body(b, greedy_only)
+        self.graphs[(b, greedy_only)] = graph
+
+    def _fill_decode_buffers(self, seqs: list[Sequence], padded: int) -> None:
+        b = len(seqs)
+        W = self.max_blocks_per_seq
+        tables = torch.full((b, W), self.scratch_block, dtype=torch.int32)
+        for i, s in enumerate(seqs):
+            tables[i, :len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.int32)
+        self.block_tables[:b].copy_(tables, non_blocking=True)
+        self.input_ids[:b].copy_(torch.tensor([s.token_ids[-1] for s in seqs]), non_blocking=True)
+        self.positions[:b].copy_(torch.tensor([len(s) - 1 for s in seqs]), non_blocking=True)
+        self.context_lens[:b].copy_(torch.tensor([len(s) for s in seqs], dtype=torch.int32), non_blocking=True)
+        self._fill_sampling(seqs, self.temperatures, self.top_k, self.top_p)
+        if padded > b:
+            self._reset_padding(b, padded)
+
+    def _fill_sampling(self, seqs, temperatures, top_k, top_p) -> None:
+        b = len(seqs)
+        temperatures[:b].copy_(torch.tensor([s.params.temperature for s in seqs], dtype=torch.float32))
+        top_k[:b].copy_(torch.tensor([s.params.top_k or self.vocab_size for s in seqs]))
+        top_p[:b].copy_(torch.tensor([s.params.top_p for s in seqs], dtype=torch.float32))
+
+    @torch.inference_mode()
+    def run_decode(self, seqs: list[Sequence], num_steps: int) -> list[list[int]]:
+        b = len(seqs)
+        greedy_only = all(s.params.greedy for s in seqs)
+        i = bisect.bisect_left(self.graph_buckets, b)
+        graph: Optional[torch.cuda.CUDAGraph] = None
+        padded = b
+        if self.use_graphs and i < len(self.graph_buckets):
+            padded = self.graph_buckets[i]
+            if (padded, greedy_only) not in self.graphs:
+                self._capture(padded, greedy_only)
+            graph = self.graphs[(padded, greedy_only)]
+        self._fill_decode_buffers(seqs, padded)
+        for step in range(num_steps):
+            if graph is not None:
+                graph.replay()
+            else:
+                self._decode_body(b, greedy_only)
+            self.step_tokens[step, :b].copy_(self.next_ids[:b])
+        tokens = self.step_tokens[:num_steps, :b].T.tolist()  # the one host sync of the k steps
+        return tokens
+
+    # -- prefill --------------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def run_prefill(self, seqs: list[Sequence], num_tokens: list[int]) -> list[list[int]]:
+        bs, dev = self.block_size, self.device
+        ids, positions, slots, ctx_lens = [], [], [], []
+        for s, n in zip(seqs, num_tokens):
+            start = s.num_computed_tokens
+            ids.extend(s.token_ids[start:start + n])
+            positions.extend(range(start, start + n))
+            slots.extend(s.block_table[p // bs] * bs + p % bs for p in range(start, start + n))
+            ctx_lens.append(start + n)
+        W = max(len(s.block_table) for s in seqs)
+        tables = torch.full((len(seqs), W), self.scratch_block, dtype=torch.int32)
+        for i, s in enumerate(seqs):
+            tables[i, :len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.int32)
+        meta = AttentionMetadata(
+            True, bs, torch.tensor(slots, device=dev), tables.to(dev),
+            torch.tensor(ctx_lens, dtype=torch.int32, device=dev), list(num_tokens), ctx_lens)
+        hidden = self.model(torch.tensor(ids, device=dev), torch.tensor(positions, device=dev), self.kv_caches, meta)
+        # only sequences whose prompt ends in this chunk sample; the others only filled the cache
+        done = [i for i, (s, c) in enumerate(zip(seqs, ctx_lens)) if c == len(s)]
+        out: list[list[int]] = [[] for _ in seqs]
+        if not done:
+            return out
+        ends = torch.tensor(num_tokens).cumsum(0) - 1
+        logits = self.model.compute_logits(hidden[ends[done].to(dev)])
+        sampling_seqs = [seqs[i] for i in done]
+        n = len(done)
+        temps = torch.empty(n, dtype=torch.float32, device=dev)
+        top_k = torch.empty(n, dtype=torch.int64, device=dev)
+        top_p = torch.empty(n, dtype=torch.float32, device=dev)
+        self._fill_sampling(sampling_seqs, temps, top_k, top_p)
+        greedy_only = all(s.params.greedy for s in sampling_seqs)
+        tokens = self.sampler(logits, temps, top_k, top_p, greedy_only).tolist()
+        for i, t in zip(done, tokens):
+            out[i] = [t]
+        return out
+
+    def run(self, batch: ScheduledBatch) -> list[list[int]]:
+        if batch.is_prefill:
+            return self.run_prefill(batch.seqs, batch.num_tokens)
+        return self.run_decode(batch.seqs, batch.num_steps)

@@ -1,0 +1,81 @@
+"""Triton paged-attention decode kernel (GQA): one query token per sequence against its paged K/V.
+
+One program per (sequence, KV head). It loads the group's G query heads once ([G_PAD, D], G padded to 16 rows
+so that ``tl.dot`` can use tensor cores — decode is memory-bound, the padding costs no bytes), then walks the
+sequence's context BLOCK_N tokens at a time: each token's physical block comes from the block table
+(``block_tables[seq, pos // BLOCK_SIZE]``), so a tile may span several cache blocks. Online softmax in fp32.
+
+    q:            [B, H, D]
+    k/v_cache:    [num_blocks, BLOCK_SIZE, H_kv, D]
+    block_tables: [B, W] int32 — block_table: [seq, logical_block] -> physical_block
+    context_lens: [B] int32 — tokens with K/V, the current one included; 0 gives a zero output (padding rows)
+    out:          [B, H, D]
+
+Bytes per call: q and out (2·B·H·D) plus every context token's K and V for every KV head — each K/V element is
+read once per group, not once per query head, which is what GQA buys at decode.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _paged_decode_kernel(
+    q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, context_lens_ptr, out_ptr, scale,
+    stride_qb, stride_qh, stride_cb, stride_ct, stride_ch, stride_bt, stride_ob, stride_oh,
+    GROUP: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    seq = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    ctx = tl.load(context_lens_ptr + seq)
+    offs_g = tl.arange(0, G_PAD)
+    offs_d = tl.arange(0, HEAD_DIM)
+    mask_g = offs_g < GROUP
+    heads = kv_head * GROUP + offs_g
+    q = tl.load(q_ptr + seq * stride_qb + heads[:, None] * stride_qh + offs_d[None, :], mask=mask_g[:, None], other=0.0)
+    m_i = tl.full([G_PAD], float("-inf"), tl.float32)
+    l_i = tl.zeros([G_PAD], tl.float32)
+    acc = tl.zeros([G_PAD, HEAD_DIM], tl.float32)
+    for start in range(0, ctx, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < ctx
+        block = tl.load(block_tables_ptr + seq * stride_bt + offs_n // BLOCK_SIZE, mask=mask_n, other=0)
+        tok = block.to(tl.int64) * stride_cb + (offs_n % BLOCK_SIZE) * stride_ct + kv_head * stride_ch
+        k = tl.load(k_cache_ptr + tok[:, None] + offs_d[None, :], mask=mask_n[:, None], other=0.0)
+        s = tl.dot(q, tl.trans(k)).to(tl.float32) * scale  # [G_PAD, BLOCK_N]
+        s = tl.where(mask_n[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_cache_ptr + tok[:, None] + offs_d[None, :], mask=mask_n[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v).to(tl.float32)
+        m_i = m_new
+    out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    tl.store(out_ptr + seq * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
+             out.to(out_ptr.dtype.element_ty), mask=mask_g[:, None])
+
+
+def paged_decode_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                        block_tables: torch.Tensor, context_lens: torch.Tensor, scale: float,
+                        out: torch.Tensor | None = None, block_n: int = 64) -> torch.Tensor:
+    B, H, D = q.shape
+    _, block_size, Hkv, _ = k_cache.shape
+    if D & (D - 1) or D < 16:
+        raise ValueError(f"head_dim {D}: the kernel needs a power of two >= 16")
+    if k_cache.stride(-1) != 1 or q.stride(-1) != 1:
+        raise ValueError("q and the caches need a contiguous last dimension")
+    group = H // Hkv
+    g_pad = max(16, triton.next_power_of_2(group))
+    out = torch.empty_like(q) if out is None else out
+    _paged_decode_kernel[(B, Hkv)](
+        q, k_cache, v_cache, block_tables, context_lens, out, scale,
+        q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        block_tables.stride(0), out.stride(0), out.stride(1),
+        GROUP=group, G_PAD=g_pad, HEAD_DIM=D, BLOCK_SIZE=block_size, BLOCK_N=block_n,
+        num_warps=4, num_stages=2,
+    )
+    return out

@@ -1,0 +1,160 @@
+"""``python -m gpufolio``: bench | env | check | provenance | site | worklog | pr-note.
+
+    python -m gpufolio bench --project gemm_ladder --quick      # on a GPU box: check, time, stamp, record
+    python -m gpufolio bench --dry-run                          # CPU paths only; records marked dry_run
+    python -m gpufolio env                                      # print the stamp (GPU or CPU)
+    python -m gpufolio check                                    # validate every results file and note
+    python -m gpufolio provenance                               # before copying the tree to a box without .git
+    python -m gpufolio site [--render-only]                     # render pages, then mkdocs build --strict
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from . import PROJECTS
+
+
+class CliError(Exception):
+    """Bad input from the user: one clear line on stderr and exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpufolio", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("bench", help="run benchmarks: correctness gate, timing, stamped records")
+    b.add_argument("--project", action="append", choices=PROJECTS, metavar="PROJECT",
+                   help=f"one of {', '.join(PROJECTS)} (repeatable; default: all)")
+    b.add_argument("--bench", action="append", default=[], metavar="NAME", help="only these bench names")
+    b.add_argument("--variant", action="append", default=[], metavar="NAME",
+                   help="only these candidates (baselines always run)")
+    mode = b.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="the quick config set (about 2 min per project)")
+    mode.add_argument("--dry-run", action="store_true", help="CPU paths at tiny sizes; records marked dry_run")
+    b.add_argument("--out", type=Path, help="write records under OUT/<project>/ instead of projects/<p>/results/")
+    b.add_argument("--timeout", type=float, default=300.0, help="seconds per case before it is killed (300)")
+    b.add_argument("--no-progress", action="store_true")
+
+    sub.add_parser("env", help="print the environment stamp (JSON)").add_argument(
+        "--ceilings", action="store_true", help="also measure copy bandwidth and cuBLAS rates (GPU only)")
+    c = sub.add_parser("check", help="validate results files and notes; list stale records")
+    c.add_argument("paths", nargs="*", type=Path, help="results files (default: the whole store)")
+    sub.add_parser("provenance", help="write .gpufolio/provenance.json for a copy of the tree without .git")
+    for name, help_ in (("site", "render the site"), ("worklog", "draft a worklog entry"),
+                        ("pr-note", "draft an OSS-PR note from a local clone")):
+        s = sub.add_parser(name, help=help_, add_help=False)
+        s.add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
+    from .projects import UnknownProject, benches
+    from .runner import Plan, run, summary_table
+
+    projects = args.project or list(PROJECTS)
+    try:
+        for p in projects:
+            benches(p)
+    except UnknownProject as e:
+        raise CliError(str(e.args[0])) from None
+    mode = "dry" if args.dry_run else "quick" if args.quick else "full"
+    plan = Plan(projects, mode, set(args.bench), set(args.variant))
+    if not plan.jobs():
+        raise CliError(f"nothing to run: no benchmark matches {' '.join(argv)} in mode {mode}")
+    command = "python -m gpufolio " + " ".join(shlex.quote(a) for a in argv)
+    try:
+        result = run(plan, out_dir=args.out, timeout_s=args.timeout, command=command,
+                     progress=not args.no_progress)
+    except RuntimeError as e:
+        raise CliError(str(e)) from None
+    print(summary_table(result.records))
+    print(f"\nrun {result.run_id}: {len(result.records)} records in " + ", ".join(map(str, result.paths)))
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from .provenance import git_info
+    from .stamp import collect_env, measure_ceilings
+
+    ceilings = measure_ceilings() if args.ceilings else None
+    print(json.dumps({"env": collect_env(ceilings), "git": git_info()}, indent=2, default=str))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from . import store
+    from .provenance import source_digest
+
+    problems, stale, n = [], {}, 0
+    files = args.paths or list(store.iter_result_files())
+    for path in files:
+        if not Path(path).exists():
+            raise CliError(f"no such results file: {path}")
+        rep = store.read_file(Path(path), strict=False)
+        problems += rep.problems
+        n += len(rep.records)
+        for r in rep.records:
+            cur = source_digest(r["project"])
+            if r["git"].get("source_digest") != cur:
+                stale.setdefault(f"{r['project']} run {r['run_id']}", 0)
+                stale[f"{r['project']} run {r['run_id']}"] += 1
+    try:
+        from .prnotes import validate_all
+    except ImportError:
+        validate_all = None
+    if validate_all is not None:
+        problems += validate_all()
+    print(f"{n} records in {len(files)} files: {len(problems)} problems")
+    for p in problems:
+        print(f"  problem: {p}")
+    for what, count in sorted(stale.items()):
+        print(f"  stale: {what}: {count} records measured on sources that have changed since")
+    return 1 if problems else 0
+
+
+def cmd_provenance() -> int:
+    from .provenance import write_provenance_file
+
+    try:
+        path = write_provenance_file()
+    except RuntimeError as e:
+        raise CliError(str(e)) from None
+    print(path.read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _delegate(module: str, rest: list[str]) -> int:
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"gpufolio.{module}")
+    except ModuleNotFoundError as e:
+        raise CliError(f"gpufolio.{module} is not available: {e}") from None
+    return int(mod.main(rest) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    try:
+        if args.cmd == "bench":
+            return cmd_bench(args, argv)
+        if args.cmd == "env":
+            return cmd_env(args)
+        if args.cmd == "check":
+            return cmd_check(args)
+        if args.cmd == "provenance":
+            return cmd_provenance()
+        module = {"site": "site", "worklog": "worklog", "pr-note": "prnotes.cli"}[args.cmd]
+        return _delegate(module, args.rest)
+    except CliError as e:
+        print(f"gpufolio {args.cmd}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

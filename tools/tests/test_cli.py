@@ -1,0 +1,60 @@
+"""The CLI: clear one-line errors and non-zero exits for bad input; env and check on a CPU machine."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpufolio.__main__ import main
+
+
+def test_unknown_project_is_one_clear_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--project", "nope"])
+    assert e.value.code == 2
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_bad_option_exits_non_zero(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--frobnicate"])
+    assert e.value.code == 2
+
+
+def test_bench_without_gpu_says_so():
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = subprocess.run([sys.executable, "-m", "gpufolio", "bench", "--project", "gemm_ladder", "--no-progress",
+                           "--out", "/tmp/gpufolio-cli-test"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpufolio bench:") and ("no CUDA GPU" in last or "nothing to run" in last)
+
+
+def test_env_prints_a_cpu_stamp():
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, "-m", "gpufolio", "env"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["env"]["python"] and data["env"]["torch"]
+    assert "sha" in data["git"]
+
+
+def test_check_validates_the_committed_store():
+    proc = subprocess.run([sys.executable, "-m", "gpufolio", "check"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 problems" in proc.stdout
+
+
+def test_check_reports_a_bad_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"schema_version": 1}\n')
+    proc = subprocess.run([sys.executable, "-m", "gpufolio", "check", str(bad)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and "problem:" in proc.stdout
+    missing = subprocess.run([sys.executable, "-m", "gpufolio", "check", str(tmp_path / "none.jsonl")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no such results file" in missing.stderr
