@@ -18,8 +18,9 @@ can name them.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Literal, Union
 
 Mode = Literal["full", "quick", "dry"]
 Role = Literal["candidate", "baseline"]
@@ -36,7 +37,7 @@ class Metric:
     # "time" (median ms).
     derive: Literal["flops", "bytes", "tokens", "time"] = "flops"
 
-    def value(self, work: "Work", median_s: float) -> float:
+    def value(self, work: Work, median_s: float) -> float:
         if self.derive == "time":
             return median_s * 1e3
         amount = {"flops": work.flops, "bytes": work.bytes, "tokens": work.tokens}[self.derive]
@@ -62,9 +63,9 @@ class Work:
     tokens: tokens produced or processed, for throughput metrics.
     """
 
-    flops: Optional[float] = None
-    bytes: Optional[float] = None
-    tokens: Optional[float] = None
+    flops: float | None = None
+    bytes: float | None = None
+    tokens: float | None = None
 
 
 @dataclass(frozen=True)
@@ -137,13 +138,13 @@ class Case:
     fn: Callable[[Inputs], Outputs]
     make_inputs: Callable[[Any], Inputs]
     work: Work
-    reference: Optional[Callable[[Inputs], Outputs]] = None
+    reference: Callable[[Inputs], Outputs] | None = None
     tolerance: Union[Tolerance, Mapping[int, Tolerance], FlashRule, None] = None
-    lowp_reference: Optional[Callable[[Inputs], Outputs]] = None
-    check: Optional[Callable[[Inputs, Outputs], CheckResult]] = None
+    lowp_reference: Callable[[Inputs], Outputs] | None = None
+    check: Callable[[Inputs, Outputs], CheckResult] | None = None
     outputs_in_inputs: Sequence[str] = ()
     timing: Timing = field(default_factory=Timing)
-    extra_metrics: Optional[Callable[[float], Mapping[str, tuple]]] = None
+    extra_metrics: Callable[[float], Mapping[str, tuple]] | None = None
     reference_name: str = "fp64"
 
     def __post_init__(self) -> None:
@@ -167,7 +168,7 @@ class Variant:
     name: str
     role: Role = "candidate"
     label: str = ""
-    available: Optional[Callable[[], Optional[str]]] = None
+    available: Callable[[], str | None] | None = None
 
 
 @dataclass
@@ -185,8 +186,8 @@ class Bench:
     # the headline ratio is taken against (default: the first baseline variant), and the param that the
     # charts put on the x axis.
     headline_params: Mapping[str, Any] = field(default_factory=dict)
-    headline_baseline: Optional[str] = None
-    x_param: Optional[str] = None
+    headline_baseline: str | None = None
+    x_param: str | None = None
     # Whether the harness should run this bench under ``--dry-run`` (CPU, tiny sizes).
     dry_run_supported: bool = True
 

@@ -7,7 +7,8 @@ before and after the timed loop (a kernel right only on its first call fails).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .api import Case, CheckResult, FlashRule, Tolerance
 

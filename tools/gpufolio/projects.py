@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from functools import lru_cache
+from functools import cache
 
 from . import PROJECTS
 from .api import Bench
@@ -17,7 +17,7 @@ class UnknownProject(KeyError):
     pass
 
 
-@lru_cache(maxsize=None)
+@cache
 def benches(project: str) -> tuple[Bench, ...]:
     if project not in PROJECTS:
         raise UnknownProject(f"unknown project {project!r}; projects are: {', '.join(PROJECTS)}")

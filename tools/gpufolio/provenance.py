@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +120,7 @@ def write_provenance_file(root: Path | None = None) -> Path:
     if info is None:
         raise RuntimeError(f"{root} is not a git checkout with a commit: nothing to record")
     info = {k: v for k, v in info.items() if k != "source"}
-    info["written_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    info["written_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     info["source_digests"] = {p: source_digest(p, root) for p in PROJECTS}
     path = root / PROVENANCE_FILE
     write_atomic(path, json.dumps(info, indent=2) + "\n")

@@ -14,10 +14,10 @@ import secrets
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
 
 from . import store
 from .projects import bench_meta, benches
@@ -28,7 +28,7 @@ STARTUP_TIMEOUT_S = 180.0
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
@@ -164,7 +164,7 @@ def make_record(job: dict, reply: dict, *, run_id: str, env: dict, git: dict, di
     return {
         "schema_version": store.SCHEMA_VERSION,
         "run_id": run_id,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "project": job["project"], "bench": job["bench"], "variant": job["variant"], "role": job["role"],
         "params": job["params"],
         "metric": result["metric"], "extra_metrics": result.get("extra_metrics") or [],

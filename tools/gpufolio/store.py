@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from . import PROJECTS
 

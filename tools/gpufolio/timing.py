@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 L2_FLUSH_BYTES = 256 * 2**20
 

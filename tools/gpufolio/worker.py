@@ -98,7 +98,7 @@ def run_case(job: dict) -> dict[str, Any]:
         stats = time_events(lambda: case.fn(inputs), warmup_ms=t.warmup_ms, rep_ms=t.rep_ms, min_reps=t.min_reps,
                             max_reps=t.max_reps, warmup_min=t.warmup_min, flush_l2=t.flush_l2,
                             cuda_graph=t.cuda_graph)
-    del inputs
+    inputs = None  # free the timed inputs before the second check
 
     gen.manual_seed(seed + 2)
     after = run_check(case, gen, sync)

@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pytest
-
 from gpufolio import PROJECTS
 from gpufolio.projects import benches
 

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from gpufolio.__main__ import main
 
 

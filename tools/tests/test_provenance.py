@@ -2,11 +2,12 @@
 import json
 import shutil
 
-import git
 import pytest
 
-from gpufolio import provenance
-from gpufolio.provenance import git_info, source_digest, write_provenance_file
+git = pytest.importorskip("git")  # gitpython; the offline GPU box has none
+
+from gpufolio import provenance  # noqa: E402
+from gpufolio.provenance import git_info, source_digest, write_provenance_file  # noqa: E402
 
 
 @pytest.fixture

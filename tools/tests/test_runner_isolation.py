@@ -5,7 +5,6 @@ import json
 import os
 
 import pytest
-
 from gpufolio import store
 from gpufolio.runner import Plan, run
 

@@ -1,6 +1,5 @@
 """Timing statistics and rep counts on a fake clock."""
 import pytest
-
 from gpufolio.timing import rep_counts, summarize, time_wall
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Optional
 
 from .notes import PLACEHOLDER
 
@@ -67,7 +66,7 @@ def resolve(repo, name: str, what: str, allow_tags: bool = False):
     raise DraftError(f"unknown {what} {name!r} in {repo.working_tree_dir} (local branches: {known})")
 
 
-def upstream_repo(repo) -> Optional[str]:
+def upstream_repo(repo) -> str | None:
     """owner/name of the github.com remote called upstream, else origin, else any."""
     remotes = sorted(repo.remotes, key=lambda r: {"upstream": 0, "origin": 1}.get(r.name, 2))
     for remote in remotes:
@@ -94,8 +93,8 @@ def slug_for(branch: str) -> str:
     return slug[:64] if len(slug) >= 3 else f"{slug}_note"
 
 
-def draft(path: Path, branch: str, base: str = "main", upstream: Optional[str] = None,
-          slug: Optional[str] = None, today: Optional[dt.date] = None) -> tuple[dict, str]:
+def draft(path: Path, branch: str, base: str = "main", upstream: str | None = None,
+          slug: str | None = None, today: dt.date | None = None) -> tuple[dict, str]:
     """The front matter and body of a new ``idea`` note for ``branch`` of the clone at ``path``."""
     repo = open_clean_repo(path)
     tip = resolve(repo, branch, "branch")

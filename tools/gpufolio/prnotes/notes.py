@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 SCHEMA_PATH = Path(__file__).with_name("note-v1.json")
 NOTES_SUBDIR = Path("projects") / "oss_pr_notes" / "notes"
@@ -46,7 +46,7 @@ class Note:
         return self.meta.get("status", "")
 
     @property
-    def repro_dir(self) -> Optional[Path]:
+    def repro_dir(self) -> Path | None:
         d = self.path.parent / "repro"
         return d if self.path.name == "note.md" and (d / "bench.py").is_file() else None
 
@@ -64,7 +64,7 @@ def _validator():
     return cls(schema(), format_checker=cls.FORMAT_CHECKER)
 
 
-def notes_dir(root: Optional[Path] = None) -> Path:
+def notes_dir(root: Path | None = None) -> Path:
     from gpufolio.store import repo_root
 
     return (Path(root) if root is not None else repo_root()) / NOTES_SUBDIR
@@ -207,7 +207,7 @@ def validate_note(note: Note, frame=None) -> list[str]:
     return errors
 
 
-def load_notes(root: Optional[Path] = None) -> tuple[list[Note], list[str]]:
+def load_notes(root: Path | None = None) -> tuple[list[Note], list[str]]:
     """Every note under the repository's notes folder, and the errors of those that cannot be read."""
     notes, errors = [], []
     for path in find_note_files(notes_dir(root)):
@@ -218,7 +218,7 @@ def load_notes(root: Optional[Path] = None) -> tuple[list[Note], list[str]]:
     return notes, errors
 
 
-def validate_all(root: Optional[Path] = None, frame=None) -> list[str]:
+def validate_all(root: Path | None = None, frame=None) -> list[str]:
     """Error strings (file and field named) for every note; [] when all are valid. ``gpufolio check`` calls this.
 
     ``frame`` is the store's long-format DataFrame; by default it is loaded from ``root`` (bad store lines are

@@ -6,7 +6,8 @@ the same GPU — the rule every comparison on the site follows.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def _matches(params: Mapping[str, Any], subset: Mapping[str, Any]) -> bool:

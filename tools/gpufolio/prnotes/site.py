@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import math
 from pathlib import Path
-from typing import Optional
 
 from .notes import Note, load_notes, validate_note
 from .results import headline, pairs
@@ -38,7 +37,7 @@ def badge(status: str) -> str:
             f'white-space:nowrap">{html.escape(status)}</span>')
 
 
-def fmt(value: Optional[float]) -> str:
+def fmt(value: float | None) -> str:
     """Three significant figures, no exponent for the magnitudes a benchmark gives."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
@@ -100,12 +99,11 @@ def _results_section(note: Note, frame) -> list[str]:
     res = note.meta.get("results") or {}
     lines = ["## Before and after", ""]
     if not res.get("run_id"):
-        return lines + ['!!! note "Not yet measured"',
-                        f"    The repro bench `{res.get('bench')}` has no stamped run for this note yet.", ""]
+        return lines + [f"> **Not yet measured.** The repro bench `{res.get('bench')}` has no stamped run for this "
+                        "note yet.", ""]
     table = pairs(frame, res)
     if table.empty:
-        return lines + ['!!! warning "Records missing"',
-                        f"    Run `{res['run_id']}` is not in this build's results store.", ""]
+        return lines + [f"> **Records missing.** Run `{res['run_id']}` is not in this build's results store.", ""]
     unit = table.iloc[0]["metric_unit"]
     hib = bool(table.iloc[0]["higher_is_better"])
     lines += [f"`{res['before']}` is upstream's implementation, `{res['after']}` the patch; both from run "
@@ -158,7 +156,7 @@ def note_page(note: Note, frame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_pages(docs_dir: Path, frame, notes: Optional[list[Note]] = None) -> list[tuple[str, str]]:
+def write_pages(docs_dir: Path, frame, notes: list[Note] | None = None) -> list[tuple[str, str]]:
     """Write ``contributions/index.md`` and ``contributions/<slug>.md``; return (title, path under docs_dir)."""
     if notes is None:
         notes, errors = load_notes()

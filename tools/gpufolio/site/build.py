@@ -1,0 +1,125 @@
+"""Render every generated page into the docs dir, then let MkDocs build it (strict).
+
+The docs dir is ``site_src/`` (static pages, css, notebook, templates are committed there; everything this
+module writes is listed in ``site_src/.gitignore`` and removed before each render, so a deleted result or entry
+never lingers). Tests render into a temporary copy of ``site_src/`` instead.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .. import provenance, store
+from . import pages, project
+from . import records as R
+from .context import RenderCtx
+
+# What render() writes under the docs dir (mirrored in site_src/.gitignore).
+GENERATED = ("index.md", "projects", "runs.md", "not-counted.md", "generated", "worklog/posts", ".nav.yml",
+             "contributions")  # the last one: gpufolio.prnotes.site.write_pages
+DEFAULT_REPO_URL = "https://github.com/gpufolio/gpufolio"
+log = logging.getLogger("gpufolio.site")
+
+
+@dataclass
+class Rendered:
+    df: pd.DataFrame
+    docs_dir: Path
+    site: R.Site
+    pages: list[str]
+
+
+def repo_url(config_file: Path) -> str:
+    """``repo_url`` from mkdocs.yml (read as text: the file holds !!python tags that safe YAML refuses)."""
+    if config_file.is_file():
+        m = re.search(r"^repo_url:\s*['\"]?([^'\"\s]+)", config_file.read_text(encoding="utf-8"), re.M)
+        if m:
+            return m.group(1)
+    return DEFAULT_REPO_URL
+
+
+def prepare_docs_dir(repo_root: Path, docs_dir: Path) -> None:
+    """Copy the committed static content of site_src/ into another docs dir (tests), then clear generated files."""
+    static = repo_root / "site_src"
+    if docs_dir.resolve() != static.resolve():
+        shutil.copytree(static, docs_dir, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    for name in GENERATED:
+        path = docs_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+class SiteError(ValueError):
+    """A render problem outside markers (e.g. an invalid OSS-PR note); str() names the file."""
+
+
+def _prnote_pages(repo_root: Path, docs_dir: Path, frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The OSS-PR notes pages (gpufolio.prnotes, another module), from the notes of ``repo_root``."""
+    try:
+        from ..prnotes import site as prsite
+        from ..prnotes.notes import load_notes
+    except ImportError:
+        return []
+    notes, errors = load_notes(repo_root)
+    try:
+        if errors:
+            raise ValueError("; ".join(errors))
+        return list(prsite.write_pages(docs_dir, frame, notes))
+    except ValueError as e:
+        raise SiteError(f"OSS-PR notes: {' / '.join(str(e).splitlines())}") from e
+
+
+def render(repo_root: Path | None = None, results_root: Path | None = None, docs_dir: Path | None = None,
+           config_file: Path | None = None) -> Rendered:
+    repo_root = (repo_root or store.repo_root()).resolve()
+    docs_dir = docs_dir or repo_root / "site_src"
+    config_file = config_file or repo_root / "mkdocs.yml"
+    prepare_docs_dir(store.repo_root(), docs_dir)
+    frame = store.load_frame(results_root or repo_root)
+    digests = {p: provenance.source_digest(p, repo_root) for p in R.projects()}
+    df = R.prepare(frame, digests)
+    site = R.Site(repo_url(config_file))
+    ctx = RenderCtx(df, site, docs_dir, repo_root)
+    extra = {"oss_pr_notes": _prnote_pages(repo_root, docs_dir, frame)}
+    written = [project.render_project(ctx, p, extra.get(p) or []) for p in R.projects()]
+    pages.render_home(ctx)
+    pages.render_runs(ctx)
+    pages.render_not_counted(ctx)
+    written += pages.render_worklog(ctx)
+    pages.write_nav(ctx, extra)
+    return Rendered(df, docs_dir, site, written)
+
+
+def mkdocs_build(config_file: Path, docs_dir: Path | None = None, site_dir: Path | None = None,
+                 results_root: Path | None = None) -> None:
+    """``mkdocs build --strict`` in-process (one interpreter start, not two). The notebook kernel reads the
+    same store as the pages through GPUFOLIO_RESULTS_ROOT."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    overrides = {"strict": True}
+    if docs_dir is not None:
+        overrides["docs_dir"] = str(docs_dir)
+    if site_dir is not None:
+        overrides["site_dir"] = str(site_dir)
+    old = os.environ.get("GPUFOLIO_RESULTS_ROOT")
+    if results_root is not None:
+        os.environ["GPUFOLIO_RESULTS_ROOT"] = str(Path(results_root).resolve())
+    try:
+        cfg = load_config(str(config_file), **overrides)
+        build(cfg)
+    finally:
+        if results_root is not None:
+            if old is None:
+                os.environ.pop("GPUFOLIO_RESULTS_ROOT", None)
+            else:
+                os.environ["GPUFOLIO_RESULTS_ROOT"] = old

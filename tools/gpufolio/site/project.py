@@ -1,0 +1,169 @@
+"""A project page: results first (headline table and bars), then the writeup, then every size, the roofline,
+progress across runs, what is not counted, the environment (collapsed) and the command to reproduce."""
+from __future__ import annotations
+
+import textwrap
+
+import pandas as pd
+
+from . import charts
+from . import records as R
+from . import select as S
+from . import tables as T
+from . import writeup
+from .context import RenderCtx
+
+
+def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, str]] = ()) -> str:
+    page = R.project_page(project)
+    df = ctx.df
+    readme = ctx.repo_root / "projects" / project / "README.md"
+    title, body = writeup.render(readme, page, ctx) if readme.is_file() else (None, "")
+    title = title or R.project_title(project)
+    parts = [f"# {title}", ""]
+    rows = df[df.project == project]
+    heads = S.project_headlines(df, project)
+    if rows.empty:
+        parts.append('!!! note "Not yet measured"\n    This project has no GPU results yet. Numbers appear here '
+                     "once a stamped run is committed; none are invented in the meantime.")
+    elif not heads:
+        parts.append('!!! warning "No counted result yet"\n    Every record of this project is listed under '
+                     "[Not counted](#not-counted) below, with the reason.")
+    else:
+        parts += ["## Results", "", T.headline_table(df, project, ctx.site, page), ""]
+        parts += [_headline_chart(ctx, h, page) for h in heads]
+    if extra_pages:
+        parts += ["## Notes", ""] + [f"- [{t}]({R.rel_link(page, p)})" for t, p in extra_pages] + [""]
+    if body.strip():
+        parts += ['<div class="gf-writeup" markdown>', "", body.strip(), "", "</div>", ""]
+    if not rows.empty:
+        parts += _by_size(ctx, project, page)
+        parts += _roofline(ctx, project, heads, page)
+        parts += _progress(ctx, project, page)
+        nc = S.not_counted(df, project)
+        parts += ["## Not counted", "", T.not_counted_table(nc, page, with_project=False), ""]
+        parts += _environment(rows, heads, ctx.site)
+    return ctx.write(page, "\n".join(parts)).as_posix()
+
+
+def _headline_chart(ctx: RenderCtx, h: S.Headline, page: str) -> str:
+    c = h.candidate
+    run = ctx.df[(ctx.df.project == h.project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
+                 & (ctx.df.params_key == c["params_key"])]
+    rel, path = ctx.chart(f"{h.project}-{h.bench}-headline.png")
+    title = f"{h.bench} at {c['params_text']} — {c['gpu_name']}, run {c['run_id']}"
+    charts.headline_bars(run, h.meta.get("headline_baseline"), title, path)
+    alt = f"{h.bench}: {c['metric_unit']} of every variant at {c['params_text']}, baseline in grey, slower than it in red"
+    return f"![{alt}]({R.rel_link(page, rel)})\n"
+
+
+def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
+    out = ["## Every variant, every size", ""]
+    mctx = ctx.marker_ctx(page)
+    for bench in R.benches(ctx.df, project):
+        run = S.latest_run(ctx.df, project, bench)
+        out += [f"### `{bench}`", ""]
+        meta = R.bench_meta(ctx.df, project, bench)
+        if meta.get("description"):
+            out += [R.md_escape(meta["description"]), ""]
+        if run.empty:
+            out += ["*No ok record yet.*", ""]
+            continue
+        out += [T.variant_table(run, mctx), ""]
+        x = meta.get("x_param")
+        ok = run[(run.status == "ok") & run.is_headline_metric.astype(bool)]
+        if x and ok.params.map(lambda p: p.get(x)).nunique() > 1:
+            series = ctx.one_series(ok, x, meta.get("headline_params") or {})
+            if not series.empty:
+                rel, path = ctx.chart(f"{project}-{bench}-by-{x}.png")
+                charts.variant_lines(series, x, f"{bench}: {series.iloc[0].metric_unit} against {x}", path)
+                out += [f"![{bench}: each variant's {series.iloc[0].metric_unit} against {x}]({R.rel_link(page, rel)})", ""]
+    return out
+
+
+def _roofline(ctx: RenderCtx, project: str, heads: list[S.Headline], page: str) -> list[str]:
+    """Compute-bound benches on a roofline (FLOP/byte where both are counted); memory-bound ones (GB/s) as
+    bars against the measured copy bandwidth. Only the headline runs, only one GPU model per chart."""
+    if not heads:
+        return []
+    gpu = heads[0].candidate["gpu_name"]
+    points, out = [], []
+    ceilings: dict = {}
+    for h in heads:
+        c = h.candidate
+        run = ctx.df[(ctx.df.project == project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
+                     & (ctx.df.params_key == c["params_key"]) & (ctx.df.status == "ok")
+                     & ctx.df.is_headline_metric.astype(bool) & (ctx.df.gpu_name == gpu)]
+        for r in run.to_dict("records"):
+            rec = r["record"]
+            ceilings = ceilings or dict((rec.get("env") or {}).get("ceilings") or {})
+            work = rec.get("work") or {}
+            if r["metric_unit"] == "GB/s":
+                continue
+            if work.get("flops") and work.get("bytes") and r["median_ms"]:
+                points.append({"label": f"{h.bench}: {r['label']}", "ai": work["flops"] / work["bytes"],
+                               "tflops": work["flops"] / (r["median_ms"] * 1e-3) / 1e12, "role": r["role"]})
+        mem = run[run.metric_unit == "GB/s"]
+        if len(mem):
+            rel, path = ctx.chart(f"{project}-{h.bench}-bandwidth.png")
+            charts.bandwidth_bars(mem, ceilings.get("copy_gbps"), gpu, f"{h.bench} at {c['params_text']}, {gpu}", path)
+            out += [f"![{h.bench}: achieved GB/s of each variant against the measured copy bandwidth]"
+                    f"({R.rel_link(page, rel)})", ""]
+    if points:
+        rel, path = ctx.chart(f"{project}-roofline.png")
+        charts.roofline(pd.DataFrame(points), ceilings, gpu, f"{R.project_title(project)} — {gpu}", path)
+        out = [f"![Roofline: achieved TFLOP/s against arithmetic intensity, with measured and datasheet ceilings]"
+               f"({R.rel_link(page, rel)})", ""] + out
+    if not out:
+        return []
+    src = (f"Solid roofs: this run's measured ceilings (`env.ceilings`: copy bandwidth and cuBLAS). Dotted: "
+           f"{charts.DATASHEET['source']}." if "H200" in (gpu or "") else "Roofs: this run's measured ceilings.")
+    return ["## Against the hardware", "", *out, src, ""]
+
+
+def _progress(ctx: RenderCtx, project: str, page: str) -> list[str]:
+    """The headline metric across runs (asv-style): best counted candidate and the baseline, per GPU model."""
+    out = []
+    for bench in R.benches(ctx.df, project):
+        meta = R.bench_meta(ctx.df, project, bench)
+        rows = ctx.df[(ctx.df.project == project) & (ctx.df.bench == bench) & ctx.df.is_headline_metric.astype(bool)
+                      & ctx.df.reason.isna() & ctx.df.value.notna()]
+        rows = rows[[R.params_match(p, meta.get("headline_params") or {}) for p in rows.params]]
+        if rows.run_id.nunique() < 2:
+            continue
+        points = []
+        for (run_id, gpu), g in rows.groupby(["run_id", "gpu_name"]):
+            higher = bool(g.iloc[0].higher_is_better)
+            for role, sub in (("best candidate", g[g.role == "candidate"]),
+                              (f"baseline {meta.get('headline_baseline')}", g[g.variant == meta.get("headline_baseline")])):
+                if len(sub):
+                    v = sub.value.max() if higher else sub.value.min()
+                    points.append({"created_at": g.iloc[0].created_at, "value": v, "line": f"{role}, {gpu}",
+                                   "sha": (g.iloc[0].git_sha or "")[:7]})
+        rel, path = ctx.chart(f"{project}-{bench}-progress.png")
+        charts.progress(pd.DataFrame(points), rows.iloc[0].metric_unit, f"{bench} at {R.params_text(meta.get('headline_params') or {})} across runs", path)
+        out += [f"![{bench}: headline metric across runs]({R.rel_link(page, rel)})", ""]
+    return ["## Progress across runs", "", *out] if out else []
+
+
+def _environment(rows: pd.DataFrame, heads: list[S.Headline], site: R.Site) -> list[str]:
+    runs = [h.candidate["run_id"] for h in heads] or [rows.sort_values("created_at").iloc[-1].run_id]
+    out = []
+    for run_id in dict.fromkeys(runs):
+        rec = rows[rows.run_id == run_id].iloc[0].record
+        envd, git = rec.get("env") or {}, rec.get("git") or {}
+        gpu = envd.get("gpu") or {}
+        items = [("GPU", f"{gpu.get('name')} ×{gpu.get('count')}, {gpu.get('sm_count')} SMs, "
+                         f"{gpu.get('memory_gib')} GiB, sm_{str(gpu.get('compute_capability', '')).replace('.', '')}, "
+                         f"driver {gpu.get('driver')}" if gpu else "none"),
+                 ("CUDA / torch / triton", f"{envd.get('cuda')} / {envd.get('torch')} / {envd.get('triton')}"),
+                 ("Python, CPU", f"{envd.get('python')}, {envd.get('cpu')}"),
+                 ("Measured ceilings", R.md_escape(R.params_text(envd.get("ceilings") or {}))),
+                 ("Commit", f"{site.commit_link(git.get('sha'))} ({git.get('branch')}, dirty={git.get('dirty')}, "
+                            f"from {git.get('source')})"),
+                 ("Source digest", f"`{git.get('source_digest')}`")]
+        table = T.table(["", ""], [[k, v] for k, v in items])
+        out += [f'??? info "Environment of run {run_id}"', "", textwrap.indent(table, "    "), ""]
+    cmds = list(dict.fromkeys(rows[rows.run_id.isin(runs)].record.map(lambda r: r.get("command"))))
+    out += ["## Reproduce", "", "```bash", *cmds, "```", ""]
+    return ["## Environment", "", *out]

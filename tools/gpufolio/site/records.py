@@ -1,0 +1,202 @@
+"""The store as the site sees it: one prepared frame, the honesty verdict per record, and small formatters.
+
+``prepare(frame, digests)`` adds to ``gpufolio.store.load_frame()``'s long frame:
+    reason   None when a record may be a headline number, else why not ("dirty tree", "failed correctness", ...)
+    stale    the record's source digest differs from the current tree's (shown as a badge, still counted)
+    date     the run's date (YYYY-MM-DD), anchor (the run's anchor on the runs page), label (variant label)
+Every page, table and marker reads this one frame, so the rules live in one place.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pandas as pd
+
+from .. import PROJECTS
+
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+PROJECT_TITLES = {
+    "gemm_ladder": "GEMM ladder",
+    "flash_attention": "FlashAttention",
+    "fused_kernels": "Fused kernels",
+    "fsdp_mfu": "FSDP and MFU",
+    "inference_engine": "Inference engine",
+    "oss_pr_notes": "Open-source PR notes",
+}
+
+STATUS_REASONS = {
+    "failed_correctness": "failed correctness check",
+    "dry_run": "dry run (CPU, tiny sizes)",
+    "oom": "out of memory",
+    "error": "error",
+    "timeout": "timed out",
+    "skipped": "skipped",
+}
+
+NUMERIC = {"value", "median_ms", "p20_ms", "p80_ms", "min_ms", "max_ms", "n_reps", "line"}
+RUNS_PAGE = "runs.md"
+NOT_COUNTED_PAGE = "not-counted.md"
+
+
+def project_page(project: str) -> str:
+    return f"projects/{project}.md"
+
+
+def reason_not_counted(row: Mapping[str, Any]) -> str | None:
+    """Why a record can never be a headline number; None when it can. Order: the worst problem first."""
+    status = row["status"]
+    if status != "ok":
+        return STATUS_REASONS.get(status, status)
+    if row["correctness_passed"] is not True:
+        return "correctness not checked"
+    sha = row["git_sha"]
+    if not (isinstance(sha, str) and SHA_RE.match(sha)):
+        return "unknown commit"
+    if row["git_dirty"] is not False:
+        return "dirty tree" if row["git_dirty"] else "tree state unknown"
+    if not row["gpu_name"]:
+        return "no GPU recorded"
+    return None
+
+
+def run_anchor(run_id: str) -> str:
+    return "run-" + re.sub(r"[^a-z0-9_-]", "-", run_id.lower())
+
+
+def prepare(frame: pd.DataFrame, digests: Mapping[str, str | None]) -> pd.DataFrame:
+    """Add the site's columns. ``digests`` maps project -> the current tree's source digest."""
+    df = frame.copy()
+    # pandas 3 stores missing text as NaN (truthy, and "nan" when printed): give every non-number column None.
+    for col in df.columns:
+        if col not in NUMERIC:
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
+    if df.empty:
+        for col in ("reason", "stale", "date", "anchor", "label", "params_text"):
+            df[col] = pd.Series(dtype=object)
+        return df
+    df["reason"] = [reason_not_counted(r) for r in df.to_dict("records")]
+    df["stale"] = [bool(d and digests.get(p) and d != digests.get(p)) for p, d in zip(df.project, df.source_digest)]
+    df["date"] = df.created_at.str.slice(0, 10)
+    df["anchor"] = df.run_id.map(run_anchor)
+    df["label"] = [variant_label(rec, v) for rec, v in zip(df.record, df.variant)]
+    df["params_text"] = df.params.map(params_text)
+    return df
+
+
+def records_view(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per record (its headline-metric row, or its no-number row)."""
+    return df[df.is_headline_metric.astype(bool)]
+
+
+def bench_meta(df: pd.DataFrame, project: str, bench: str) -> dict:
+    """The newest record's bench metadata: the site never imports a project to learn about its benches."""
+    rows = df[(df.project == project) & (df.bench == bench)].sort_values("created_at")
+    return dict(rows.iloc[-1].record.get("bench_meta") or {}) if len(rows) else {}
+
+
+def variant_label(record: Mapping[str, Any], variant: str) -> str:
+    labels = (record.get("bench_meta") or {}).get("variant_labels") or {}
+    return labels.get(variant) or variant
+
+
+def benches(df: pd.DataFrame, project: str) -> list[str]:
+    return sorted(df[df.project == project].bench.unique())
+
+
+def project_title(project: str) -> str:
+    return PROJECT_TITLES.get(project, project)
+
+
+def projects() -> tuple[str, ...]:
+    return PROJECTS
+
+
+# ---- matching params ------------------------------------------------------------------------------------------
+
+def norm_value(v: Any) -> str:
+    """Compare marker text with record values: 4096 == "4096" == 4096.0, True == "true"."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        f = float(v)
+        return str(int(f)) if f.is_integer() else repr(f)
+    text = str(v).strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low
+    try:
+        return norm_value(float(text))
+    except ValueError:
+        return text
+
+
+def params_match(params: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    return all(k in params and norm_value(params[k]) == norm_value(v) for k, v in wanted.items())
+
+
+def params_text(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in sorted(params)) or "—"
+
+
+# ---- formatting -----------------------------------------------------------------------------------------------
+
+def fmt_value(value: float | None) -> str:
+    """Three significant figures without scientific notation for the numbers a reader scans."""
+    if value is None or pd.isna(value):
+        return "—"
+    a = abs(value)
+    if a >= 1000:
+        return f"{value:,.0f}"
+    if a >= 100:
+        return f"{value:.0f}"
+    if a >= 10:
+        return f"{value:.1f}"
+    if a >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    return "—" if ratio is None or pd.isna(ratio) else f"{ratio:.2f}×"
+
+
+def speedup(value: float, baseline: float, higher_is_better: bool) -> float | None:
+    """Candidate over baseline, oriented so that > 1 always means the candidate wins."""
+    if value is None or baseline is None or pd.isna(value) or pd.isna(baseline) or value <= 0 or baseline <= 0:
+        return None
+    return value / baseline if higher_is_better else baseline / value
+
+
+def rel_link(from_page: str, to_path: str) -> str:
+    """A link from one docs page to another docs path, as MkDocs resolves it (relative to the source file)."""
+    return posixpath.relpath(to_path, posixpath.dirname(from_page) or ".")
+
+
+def badge(kind: str, text: str, title: str = "") -> str:
+    t = f' title="{title}"' if title else ""
+    return f'<span class="gf-badge gf-{kind}"{t}>{text}</span>'
+
+
+def md_escape(text: Any) -> str:
+    """Table-cell safe text: pipes and newlines would break a Markdown table row."""
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where things go: the docs dir being written, and the repository URL (commit links)."""
+
+    repo_url: str
+    branch: str = "main"
+
+    def commit_link(self, sha: str | None) -> str:
+        if not (isinstance(sha, str) and SHA_RE.match(sha)):
+            return "unknown"
+        return f"[`{sha[:7]}`]({self.repo_url.rstrip('/')}/commit/{sha})"
+
+    def blob_url(self, path: str) -> str:
+        return f"{self.repo_url.rstrip('/')}/blob/{self.branch}/{path}"

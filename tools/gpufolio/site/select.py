@@ -1,0 +1,115 @@
+"""Which number is the headline, and which records are not counted (with why).
+
+The headline of a bench: the newest run with a countable record at ``bench_meta.headline_params``; in it, the best
+countable candidate against ``headline_baseline`` measured in the same run, at the same params, on the same GPU
+model. A run that has both beats a newer run that has only the candidate (a ratio is the point of the headline);
+a candidate that loses stays the headline and is shown losing. Countable = ``records.reason_not_counted`` is None.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from . import records as R
+
+# The bench the home page quotes for each project, in order of preference (a project page shows all of them).
+# Benches not named here are still shown; a project with none of these falls back to its first bench by name.
+HOME_BENCH = {
+    "gemm_ladder": ("bf16_gemm", "sgemm"),
+    "flash_attention": ("attention_fwd", "attention_fwd_bwd"),
+    "fused_kernels": ("rmsnorm", "add_rmsnorm", "swiglu", "linear_cross_entropy"),
+    "fsdp_mfu": ("train_step",),
+    "inference_engine": ("decode_b1", "offline_throughput", "online"),
+}
+
+
+@dataclass
+class Headline:
+    project: str
+    bench: str
+    candidate: dict           # the candidate's frame row
+    baseline: dict | None     # the baseline's frame row, same run/params/GPU; None when the run has none
+    ratio: float | None       # > 1: the candidate wins
+    meta: dict
+
+    @property
+    def loses(self) -> bool:
+        return self.ratio is not None and self.ratio < 1.0
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.candidate["stale"] or (self.baseline and self.baseline["stale"]))
+
+
+def _headline_rows(df: pd.DataFrame, project: str, bench: str) -> pd.DataFrame:
+    rows = df[(df.project == project) & (df.bench == bench) & df.is_headline_metric.astype(bool)]
+    return rows[rows.reason.isna() & rows.value.notna()]
+
+
+def bench_headline(df: pd.DataFrame, project: str, bench: str) -> Headline | None:
+    meta = R.bench_meta(df, project, bench)
+    if not meta:
+        return None
+    hp = meta.get("headline_params") or {}
+    base_name = meta.get("headline_baseline")
+    rows = _headline_rows(df, project, bench)
+    rows = rows[[R.params_match(p, hp) for p in rows.params]]
+    best_alone = None
+    for run_id in rows.sort_values("created_at", ascending=False).run_id.unique():
+        run = rows[rows.run_id == run_id]
+        cands = run[run.role == "candidate"]
+        if cands.empty:
+            continue
+        higher = bool(cands.iloc[0].higher_is_better)
+        best = cands.loc[cands.value.idxmax() if higher else cands.value.idxmin()].to_dict()
+        bases = run[(run.variant == base_name) & (run.params_key == best["params_key"])
+                    & (run.gpu_name == best["gpu_name"])]
+        if bases.empty:
+            best_alone = best_alone or Headline(project, bench, best, None, None, meta)
+            continue
+        base = bases.iloc[0].to_dict()
+        return Headline(project, bench, best, base, R.speedup(best["value"], base["value"], higher), meta)
+    return best_alone
+
+
+def project_headlines(df: pd.DataFrame, project: str) -> list[Headline]:
+    out = [bench_headline(df, project, b) for b in R.benches(df, project)]
+    return [h for h in out if h is not None]
+
+
+def home_headline(df: pd.DataFrame, project: str) -> Headline | None:
+    """The one bench a project is quoted by on the home page and in the README."""
+    heads = {h.bench: h for h in project_headlines(df, project)}
+    for bench in HOME_BENCH.get(project, ()):
+        if bench in heads:
+            return heads[bench]
+    return heads[min(heads)] if heads else None
+
+
+def not_counted(df: pd.DataFrame, project: str | None = None) -> pd.DataFrame:
+    """One row per record that can never be a headline number, newest first, with its reason."""
+    rows = R.records_view(df)
+    rows = rows[rows.reason.notna()]
+    if project is not None:
+        rows = rows[rows.project == project]
+    return rows.sort_values(["created_at", "project", "bench", "variant"], ascending=[False, True, True, True])
+
+
+def latest_run(df: pd.DataFrame, project: str, bench: str, filters: dict[str, Any] | None = None,
+               run_id: str | None = None) -> pd.DataFrame:
+    """All metric rows of the newest run of a bench that has an ok record matching ``filters``."""
+    rows = df[(df.project == project) & (df.bench == bench)]
+    if filters:
+        rows = rows[[R.params_match(p, filters) for p in rows.params]]
+    if run_id is not None:
+        return rows[rows.run_id == run_id]
+    # a run with a countable record first, so that the tables agree with the headline; then any ok run
+    ok = rows[rows.reason.isna() & (rows.status == "ok")]
+    if ok.empty:
+        ok = rows[rows.status == "ok"]
+    if ok.empty:
+        return ok
+    newest = ok.sort_values("created_at").iloc[-1].run_id
+    return rows[rows.run_id == newest]
