@@ -12,7 +12,6 @@ kernel launches.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
@@ -23,7 +22,7 @@ GPU_DTYPES = (torch.bfloat16, torch.float16)
 INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: Optional[float]) -> float:
+def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None) -> float:
     """Validates shapes, dtypes and devices; returns the softmax scale to use."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -72,23 +71,26 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: Optio
 
 class FlashAttentionFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal: bool, scale: float):
+    def forward(ctx, q, k, v, causal: bool, scale: float, atomic_dq: bool):
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
         o, lse = attn_fwd(q, k, v, causal, scale)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal = causal
         ctx.scale = scale
+        ctx.atomic_dq = atomic_dq
         return o
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = attn_bwd(do.contiguous(), q, k, v, o, lse, ctx.causal, ctx.scale)
-        return dq, dk, dv, None, None
+        dq, dk, dv = attn_bwd(do.contiguous(), q, k, v, o, lse, ctx.causal, ctx.scale, atomic_dq=ctx.atomic_dq)
+        return dq, dk, dv, None, None, None
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    scale: Optional[float] = None) -> torch.Tensor:
-    """softmax(q·kᵀ·scale [+ causal mask]) · v, per (batch, head); scale defaults to 1/sqrt(head_dim)."""
+                    scale: float | None = None, *, atomic_dq: bool = False) -> torch.Tensor:
+    """softmax(q·kᵀ·scale [+ causal mask]) · v, per (batch, head); scale defaults to 1/sqrt(head_dim).
+    atomic_dq picks the backward's dQ strategy (kernels/bwd.py): fp32 atomics in the dK/dV kernel instead of
+    a separate dQ kernel."""
     scale = check_inputs(q, k, v, scale)
-    return FlashAttentionFunction.apply(q, k, v, bool(causal), scale)
+    return FlashAttentionFunction.apply(q, k, v, bool(causal), scale, bool(atomic_dq))

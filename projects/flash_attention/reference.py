@@ -8,7 +8,6 @@ a query row that sees no key outputs zeros (and gets zero gradients).
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
@@ -44,8 +43,8 @@ def _chunks(B: int, H: int, Hkv: int, Sq: int, Sk: int):
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                        scale: Optional[float] = None, do: Optional[torch.Tensor] = None,
-                        compute_dtype: Optional[torch.dtype] = None):
+                        scale: float | None = None, do: torch.Tensor | None = None,
+                        compute_dtype: torch.dtype | None = None):
     """Returns out (and, if ``do`` is given, (out, dq, dk, dv)) computed in ``compute_dtype``
     (default float32). Inputs are never modified; GQA KV heads are repeated per group."""
     compute_dtype = compute_dtype or torch.float32

@@ -3,10 +3,9 @@
 Two decode paths share one contract (``paged_decode``): the Triton kernel on CUDA tensors, and a pure-PyTorch
 reference that gathers each sequence's blocks — the CPU path and the tests' oracle.
 
-Prefill attention runs per sequence: with no cached prefix, the sequence's own q/k/v go to
-``gpufolio_projects.flash_attention`` (when importable, on a GPU) or SDPA with a causal mask; with a cached
-prefix (prefix-cache hit or a later chunk of a chunked prefill) K/V are gathered from the cache and the mask is
-causal with an offset: query i of n attends to the first (ctx - n + i + 1) keys.
+Prefill attention runs per sequence (``PrefillAttention``): with no cached prefix over the sequence's own
+q/k/v; with a cached prefix (prefix-cache hit or a later chunk of a chunked prefill) over K/V gathered from its
+blocks, causal with an offset: query i of n attends to the first (ctx - n + i + 1) keys.
 """
 from __future__ import annotations
 
@@ -40,8 +39,8 @@ def write_kv(k, v, k_cache, v_cache, slot_mapping) -> None:
 
 # -- decode --------------------------------------------------------------------------------------------
 
-def paged_decode(q, k_cache, v_cache, block_tables, context_lens, scale: float) -> torch.Tensor:
-    if q.is_cuda:
+def paged_decode(q, k_cache, v_cache, block_tables, context_lens, scale: float, use_triton: bool) -> torch.Tensor:
+    if use_triton:
         from .triton_paged_attention import paged_decode_triton
         return paged_decode_triton(q, k_cache, v_cache, block_tables, context_lens, scale)
     return paged_decode_reference(q, k_cache, v_cache, block_tables, context_lens, scale)
@@ -66,56 +65,87 @@ def paged_decode_reference(q, k_cache, v_cache, block_tables, context_lens, scal
 
 # -- prefill -------------------------------------------------------------------------------------------
 
-def _flash_attention_fn():
-    """Our own Triton FlashAttention (projects/flash_attention) if it is importable; None otherwise."""
+def _gpufolio_flash():
+    """``flash_attention(q, k, v, causal, scale)`` from projects/flash_attention ([B, H, S, D], GQA, causal
+    aligned bottom-right) if importable; None otherwise."""
     try:
-        from gpufolio_projects.flash_attention import ops  # type: ignore[attr-defined]
+        from gpufolio_projects.flash_attention.attention import flash_attention
     except Exception:  # noqa: BLE001 — any failure to import means "use SDPA"
         return None
-    return getattr(ops, "flash_attention", None)
+    return flash_attention
 
 
-_FLASH = None
-_FLASH_TRIED = False
-
-
-def _causal_attention(q, k, v, scale):
-    """q: [n, H, D], k/v: [n, Hkv, D] -> [n, H, D], causal."""
-    global _FLASH, _FLASH_TRIED
-    if q.is_cuda and not _FLASH_TRIED:
-        _FLASH, _FLASH_TRIED = _flash_attention_fn(), True
+def _sdpa(q, k, v, scale, mask=None):
+    """q: [n, H, D], k/v: [m, Hkv, D] -> [n, H, D]; causal (top-left, n == m) unless a mask is given."""
     group = q.shape[1] // k.shape[1]
-    if _FLASH is not None and q.is_cuda:
+    if group > 1:  # expand K/V heads: the fused SDPA kernels take equal head counts on every torch we run
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    q4, k4, v4 = (t.transpose(0, 1).unsqueeze(0) for t in (q, k, v))  # [1, H, n, D]: 4-D for the fused kernels
+    o = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, is_causal=mask is None, scale=scale)
+    return o[0].transpose(0, 1)
+
+
+class PrefillAttention:
+    """Per-sequence causal attention for a prefill step. On a GPU in bf16/fp16 it uses our Triton
+    FlashAttention when that project is importable and agrees with SDPA on a self-test at first use;
+    otherwise SDPA (flash backend without a prefix, a boolean mask with one)."""
+
+    def __init__(self, allow_gpufolio: bool = True):
+        self.allow_gpufolio = allow_gpufolio
+        self._flash = None
+        self._checked = False
+        self.backend = "sdpa"
+
+    def _flash_for(self, q):
+        if not (self.allow_gpufolio and q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)):
+            return None
+        if not self._checked:
+            self._checked = True
+            fn = _gpufolio_flash()
+            if fn is not None and self._self_test(fn, q):
+                self._flash, self.backend = fn, "gpufolio_flash_attention"
+        return self._flash
+
+    @staticmethod
+    def _self_test(fn, like) -> bool:
+        g = torch.Generator(device=like.device).manual_seed(0)
+        H, D = like.shape[1], like.shape[2]
+        q = torch.randn(1, H, 100, D, generator=g, device=like.device, dtype=like.dtype)
+        k = torch.randn(1, max(H // 4, 1), 150, D, generator=g, device=like.device, dtype=like.dtype)
+        v = torch.randn_like(k)
         try:
-            kk, vv = (t.repeat_interleave(group, dim=1) for t in (k, v))
-            o = _FLASH(q.transpose(0, 1)[None], kk.transpose(0, 1)[None], vv.transpose(0, 1)[None],
-                       causal=True, sm_scale=scale)
-            return o[0].transpose(0, 1)
-        except Exception:  # noqa: BLE001 — an interface we do not know: stay on SDPA from now on
-            _FLASH = None
-    o = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
-                                       is_causal=True, scale=scale, enable_gqa=group > 1)
-    return o.transpose(0, 1)
+            out = fn(q, k, v, causal=True, scale=D ** -0.5)
+        except Exception:  # noqa: BLE001 — an interface or shape it refuses: SDPA it is
+            return False
+        mask = torch.arange(150, device=q.device)[None, :] <= torch.arange(50, 150, device=q.device)[:, None]
+        ref = _sdpa(q[0].transpose(0, 1).float(), k[0].transpose(0, 1).float(), v[0].transpose(0, 1).float(),
+                    D ** -0.5, mask)
+        return bool((out[0].transpose(0, 1).float() - ref).abs().max() < 2e-2)
 
-
-def prefill_attention(q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
-    """q: [T, H, D] (T = sum of query_lens), k/v: this step's [T, Hkv, D] (already written to the cache)."""
-    out = torch.empty_like(q)
-    bs = meta.block_size
-    start = 0
-    for i, (n, ctx) in enumerate(zip(meta.query_lens, meta.context_lens_host)):
-        qi = q[start:start + n]
-        if ctx == n:
-            out[start:start + n] = _causal_attention(qi, k[start:start + n], v[start:start + n], scale)
-        else:
-            blocks = meta.block_tables[i, : -(-ctx // bs)].long()
-            ki = k_cache[blocks].flatten(0, 1)[:ctx]  # [ctx, Hkv, D]
-            vi = v_cache[blocks].flatten(0, 1)[:ctx]
-            # query j (absolute position ctx - n + j) sees keys 0 .. ctx - n + j
-            mask = torch.arange(ctx, device=q.device)[None, :] <= torch.arange(ctx - n, ctx, device=q.device)[:, None]
-            group = q.shape[1] // ki.shape[1]
-            o = F.scaled_dot_product_attention(qi.transpose(0, 1), ki.transpose(0, 1), vi.transpose(0, 1),
-                                               attn_mask=mask, scale=scale, enable_gqa=group > 1)
-            out[start:start + n] = o.transpose(0, 1)
-        start += n
-    return out
+    def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        """q: [T, H, D] (T = sum of query_lens), k/v: this step's [T, Hkv, D] (already written to the cache)."""
+        out = torch.empty_like(q)
+        flash = self._flash_for(q)
+        bs = meta.block_size
+        start = 0
+        for i, (n, ctx) in enumerate(zip(meta.query_lens, meta.context_lens_host)):
+            qi = q[start:start + n]
+            if ctx == n:
+                ki, vi = k[start:start + n], v[start:start + n]
+            else:  # a cached prefix: this sequence's keys come from its blocks
+                blocks = meta.block_tables[i, : -(-ctx // bs)].long()
+                ki = k_cache[blocks].flatten(0, 1)[:ctx]  # [ctx, Hkv, D]
+                vi = v_cache[blocks].flatten(0, 1)[:ctx]
+            if flash is not None:
+                o = flash(qi.transpose(0, 1)[None], ki.transpose(0, 1)[None], vi.transpose(0, 1)[None],
+                          causal=True, scale=scale)[0].transpose(0, 1)
+            elif ctx == n:
+                o = _sdpa(qi, ki, vi, scale)
+            else:
+                # query j (absolute position ctx - n + j) sees keys 0 .. ctx - n + j
+                mask = (torch.arange(ctx, device=q.device)[None, :]
+                        <= torch.arange(ctx - n, ctx, device=q.device)[:, None])
+                o = _sdpa(qi, ki, vi, scale, mask)
+            out[start:start + n] = o
+            start += n
+        return out

@@ -127,6 +127,12 @@ class BlockManager:
         seq.num_hashed_blocks = 0
         seq.last_block_hash = None
 
+    def reset_prefix_cache(self) -> None:
+        """Forget every registered hash (benchmarks: a repeated workload must not hit its own earlier run)."""
+        for block in self.blocks:
+            block.hash, block.token_ids = None, ()
+        self.hash_to_block_id.clear()
+
     # -- prefix-cache registration ----------------------------------------------------------------------
     def commit(self, seq: Sequence) -> None:
         """Register every full block whose K/V is now computed, so later sequences can hit it."""

@@ -138,6 +138,11 @@ class EngineConfig:
     dtype: str = "bfloat16"
     max_model_len: int = 4096
     cuda_graphs: bool = True
+    # "auto": the Triton kernels on a GPU, the PyTorch ops on the CPU; "triton" on the CPU runs them under
+    # TRITON_INTERPRET (tests); "torch" on a GPU is the unfused comparison.
+    kernels: str = "auto"
+    # prefill attention through projects/flash_attention when importable (GPU, bf16/fp16), else SDPA
+    flash_prefill: bool = True
     max_graph_batch: int = 256
     seed: int = 0
     cache: CacheConfig = field(default_factory=CacheConfig)
@@ -152,5 +157,7 @@ class EngineConfig:
             raise ValueError(f"dtype {self.dtype!r}: float32, float16 or bfloat16")
         if self.max_model_len < 2:
             raise ValueError("max_model_len must be at least 2")
+        if self.kernels not in ("auto", "triton", "torch"):
+            raise ValueError(f"kernels {self.kernels!r}: auto, triton or torch")
         if self.max_graph_batch < 1:
             raise ValueError("max_graph_batch must be positive")

@@ -80,7 +80,8 @@ class LLM(LLMEngine):
 
 def run_online(engine: LLMEngine, prompts: list[list[int]], params: list[SamplingParams],
                arrival_s: list[float]) -> list[dict]:
-    """Replay requests arriving at ``arrival_s`` (seconds from start); per request: TTFT and TPOT in seconds.
+    """Replay requests arriving at ``arrival_s`` (seconds from start); per request: TTFT and TPOT in seconds
+    and the generated token ids.
 
     TTFT: arrival to the first token back on the host. TPOT: (last token - first token) / (tokens - 1).
     Multi-step decode hands tokens back k at a time; a request's times are those of the host seeing them."""
@@ -90,7 +91,7 @@ def run_online(engine: LLMEngine, prompts: list[list[int]], params: list[Samplin
     seqs: dict[int, int] = {}
     first: dict[int, float] = {}
     last: dict[int, float] = {}
-    counts: dict[int, int] = {}
+    tokens: dict[int, list[int]] = {i: [] for i in range(len(prompts))}
     while nxt < len(pending) or engine.has_unfinished():
         now = time.perf_counter() - start
         while nxt < len(pending) and arrival_s[pending[nxt]] <= now:
@@ -108,9 +109,9 @@ def run_online(engine: LLMEngine, prompts: list[list[int]], params: list[Samplin
                 continue
             first.setdefault(i, t)
             last[i] = t
-            counts[i] = counts.get(i, 0) + len(new)
-    return [{"ttft": first[i] - arrival_s[i],
-             "tpot": (last[i] - first[i]) / max(counts[i] - 1, 1), "tokens": counts[i]} for i in range(len(prompts))]
+            tokens[i].extend(new)
+    return [{"ttft": first[i] - arrival_s[i], "tpot": (last[i] - first[i]) / max(len(tokens[i]) - 1, 1),
+             "token_ids": tokens[i]} for i in range(len(prompts))]
 
 
 __all__ = ["LLM", "LLMEngine", "SamplingParams", "CacheConfig", "SchedulerConfig", "EngineConfig", "ModelConfig",

@@ -21,13 +21,16 @@ from .config import ModelConfig
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
+    def __init__(self, dim: int, eps: float, use_triton: bool = False):
         super().__init__()
-        self.eps = eps
+        self.eps, self.use_triton = eps, use_triton
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor, residual: Optional[torch.Tensor] = None):
         """With ``residual``: returns (norm(x + residual), x + residual) — the pre-norm block's add and norm."""
+        if self.use_triton:
+            from .triton_ops import add_rmsnorm
+            return add_rmsnorm(x, residual, self.weight, self.eps)
         if residual is not None:
             x = x + residual
             residual = x
@@ -82,8 +85,11 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Attention(nn.Module):
-    def __init__(self, config: ModelConfig, rope: RotaryEmbedding):
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding, use_triton: bool = False,
+                 prefill_attention: Optional[attention.PrefillAttention] = None):
         super().__init__()
+        self.use_triton = use_triton
+        self.prefill_attention = prefill_attention or attention.PrefillAttention()
         self.num_heads, self.num_kv_heads, self.head_dim = (
             config.num_attention_heads, config.num_key_value_heads, config.head_dim)
         self.q_size, self.kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
@@ -93,38 +99,52 @@ class Attention(nn.Module):
         self.scale = self.head_dim ** -0.5
 
     def forward(self, positions, x, kv_cache: tuple[torch.Tensor, torch.Tensor], meta: AttentionMetadata):
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(-1, self.num_heads, self.head_dim)
-        k = k.view(-1, self.num_kv_heads, self.head_dim)
-        v = v.view(-1, self.num_kv_heads, self.head_dim)
-        q, k = self.rope(positions, q, k)
+        qkv = self.qkv_proj(x)
         k_cache, v_cache = kv_cache
-        attention.write_kv(k, v, k_cache, v_cache, meta.slot_mapping)
-        if meta.is_prefill:
-            o = attention.prefill_attention(q, k, v, k_cache, v_cache, meta, self.scale)
+        if self.use_triton:  # one fused kernel: RoPE on q and k, k and v into the paged cache
+            from .triton_ops import rope_store
+            q, k = rope_store(qkv, positions, self.rope.cos_sin, meta.slot_mapping, k_cache, v_cache,
+                              self.num_heads, self.num_kv_heads, self.head_dim, return_k=meta.is_prefill)
+            v = qkv[:, self.q_size + self.kv_size:].view(-1, self.num_kv_heads, self.head_dim)
         else:
-            o = attention.paged_decode(q, k_cache, v_cache, meta.block_tables, meta.context_lens, self.scale)
+            q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+            q = q.view(-1, self.num_heads, self.head_dim)
+            k = k.view(-1, self.num_kv_heads, self.head_dim)
+            v = v.view(-1, self.num_kv_heads, self.head_dim)
+            q, k = self.rope(positions, q, k)
+            attention.write_kv(k, v, k_cache, v_cache, meta.slot_mapping)
+        if meta.is_prefill:
+            o = self.prefill_attention(q, k, v, k_cache, v_cache, meta, self.scale)
+        else:
+            o = attention.paged_decode(q, k_cache, v_cache, meta.block_tables, meta.context_lens, self.scale,
+                                       self.use_triton)
         return self.o_proj(o.reshape(-1, self.q_size))
 
 
 class MLP(nn.Module):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, use_triton: bool = False):
         super().__init__()
+        self.use_triton = use_triton
         self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
 
     def forward(self, x):
-        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        gate_up = self.gate_up_proj(x)
+        if self.use_triton:
+            from .triton_ops import silu_mul
+            return self.down_proj(silu_mul(gate_up))
+        gate, up = gate_up.chunk(2, dim=-1)
         return self.down_proj(nn.functional.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: ModelConfig, rope: RotaryEmbedding):
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding, use_triton: bool,
+                 prefill_attention: attention.PrefillAttention):
         super().__init__()
-        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.self_attn = Attention(config, rope)
-        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.mlp = MLP(config)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, use_triton)
+        self.self_attn = Attention(config, rope, use_triton, prefill_attention)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, use_triton)
+        self.mlp = MLP(config, use_triton)
 
     def forward(self, positions, x, residual, kv_cache, meta):
         if residual is None:
@@ -137,13 +157,17 @@ class DecoderLayer(nn.Module):
 
 
 class LlamaForCausalLM(nn.Module):
-    def __init__(self, config: ModelConfig, max_len: int):
+    def __init__(self, config: ModelConfig, max_len: int, use_triton: bool = False,
+                 flash_prefill: bool = True):
+        """use_triton: fused Triton kernels (GPU; CPU under TRITON_INTERPRET) instead of the PyTorch ops.
+        flash_prefill: let prefill use projects/flash_attention when it is importable (GPU, bf16/fp16)."""
         super().__init__()
+        self.prefill_attention = attention.PrefillAttention(flash_prefill)
         self.config = config
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         rope = RotaryEmbedding(config, max_len)
-        self.layers = nn.ModuleList(DecoderLayer(config, rope) for _ in range(config.num_hidden_layers))
-        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.layers = nn.ModuleList(DecoderLayer(config, rope, use_triton, self.prefill_attention) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, use_triton)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.tie_weights()
 

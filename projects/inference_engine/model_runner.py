@@ -57,8 +57,10 @@ class ModelRunner:
     @torch.no_grad()
     def _build_model(self) -> LlamaForCausalLM:
         cfg = self.config
+        use_triton = cfg.kernels == "triton" or (cfg.kernels == "auto" and self.device.type == "cuda")
         with torch.device("meta"):
-            model = LlamaForCausalLM(cfg.model_config, cfg.max_model_len + cfg.scheduler.num_decode_steps)
+            model = LlamaForCausalLM(cfg.model_config, cfg.max_model_len + cfg.scheduler.num_decode_steps,
+                                     use_triton, cfg.flash_prefill)
         model.to_empty(device=self.device)
         model.tie_weights()  # to_empty replaces each module's parameter separately, which unties them
         for layer in model.layers:
@@ -78,6 +80,10 @@ class ModelRunner:
             return cache.num_blocks
         if self.device.type != "cuda":
             return 4 * self.max_blocks_per_seq
+        import gc
+
+        gc.collect()
+        torch.cuda.empty_cache()  # memory cached by earlier work in this process counts as free here
         elem = self.dtype.itemsize
         free, total = torch.cuda.mem_get_info(self.device)
         # activations of the largest prefill step, and fp32 logits (+ sort buffers) of the largest decode batch

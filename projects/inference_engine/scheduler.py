@@ -88,8 +88,9 @@ class Scheduler:
         bm = self.block_manager
         k = min(self.config.num_decode_steps, max(self._remaining(s) for s in self.running))
         while True:
-            # a step writes the K/V of positions len-1 ... len-2+k
-            need = sum(bm.slots_needed(s, len(s) - 1 + k) for s in self.running)
+            # k steps write the K/V of positions len-1 ... len-2+k; a sequence reserves slots only up to its
+            # own stop — its writes past that land in the scratch block (its table is padded with it)
+            need = sum(bm.slots_needed(s, self._lookahead(s, k)) for s in self.running)
             if need <= bm.num_free_blocks:
                 break
             if k > 1:
@@ -99,9 +100,12 @@ class Scheduler:
             else:
                 raise RuntimeError("one sequence needs more blocks than the pool holds (max_model_len too large)")
         for s in self.running:
-            bm.append_slots(s, len(s) - 1 + k)
+            bm.append_slots(s, self._lookahead(s, k))
         seqs = list(self.running)
         return ScheduledBatch(seqs, False, [1] * len(seqs), k)
+
+    def _lookahead(self, seq: Sequence, k: int) -> int:
+        return len(seq) - 1 + min(k, self._remaining(seq))
 
     def _remaining(self, seq: Sequence) -> int:
         return min(seq.params.max_tokens - seq.num_completion_tokens, self.max_model_len - len(seq))

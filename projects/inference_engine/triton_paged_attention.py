@@ -26,7 +26,7 @@ def _paged_decode_kernel(
     q_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, context_lens_ptr, out_ptr, scale,
     stride_qb, stride_qh, stride_cb, stride_ct, stride_ch, stride_bt, stride_ob, stride_oh,
     GROUP: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_SIZE: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+    BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
 ):
     seq = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -45,14 +45,14 @@ def _paged_decode_kernel(
         block = tl.load(block_tables_ptr + seq * stride_bt + offs_n // BLOCK_SIZE, mask=mask_n, other=0)
         tok = block.to(tl.int64) * stride_cb + (offs_n % BLOCK_SIZE) * stride_ct + kv_head * stride_ch
         k = tl.load(k_cache_ptr + tok[:, None] + offs_d[None, :], mask=mask_n[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k)).to(tl.float32) * scale  # [G_PAD, BLOCK_N]
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION).to(tl.float32) * scale  # [G_PAD, BLOCK_N]
         s = tl.where(mask_n[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp(m_i - m_new)
         p = tl.exp(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_cache_ptr + tok[:, None] + offs_d[None, :], mask=mask_n[:, None], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v).to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION).to(tl.float32)
         m_i = m_new
     out = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     tl.store(out_ptr + seq * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
@@ -76,6 +76,7 @@ def paged_decode_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         block_tables.stride(0), out.stride(0), out.stride(1),
         GROUP=group, G_PAD=g_pad, HEAD_DIM=D, BLOCK_SIZE=block_size, BLOCK_N=block_n,
+        PRECISION="ieee" if q.dtype == torch.float32 else "tf32",  # fp32 must not drop to TF32
         num_warps=4, num_stages=2,
     )
     return out

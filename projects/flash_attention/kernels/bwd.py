@@ -1,4 +1,4 @@
-"""FlashAttention backward in Triton: three kernels, no atomics.
+"""FlashAttention backward in Triton: three kernels, no atomics (or, with ATOMIC_DQ, two plus a cast).
 
     1. ``_bwd_preprocess_kernel``: Δ = rowsum(dO ∘ O)                      [B·H, Sq] fp32
     2. ``_bwd_dkdv_kernel``: a program owns BLOCK_N key rows of one KV head; for every query head of its GQA group
@@ -9,7 +9,9 @@
            dQ += dS·K  (scaled once at the end)
 
 Splitting dQ from dK/dV costs two extra matmuls (QKᵀ and dO·Vᵀ recomputed: 7 instead of 5) but avoids fp32
-atomics on dQ. The FLOP count the bench reports stays the standard 2.5× forward (5 matmuls).
+atomics on dQ. The other way (``ATOMIC_DQ``, as FlashAttention-2's CUDA kernel does): the dK/dV program also
+forms dQ's share dS·K of its key block and adds it into an fp32 buffer with atomics — 5 matmuls, but
+Sk/BLOCK_N fp32 read-modify-writes of all of dQ through L2; ``_dq_convert_kernel`` then scales and casts. The FLOP count the bench reports stays the standard 2.5× forward (5 matmuls).
 
 Masking follows the forward (fwd.py): causal bottom-right, rows/keys past the sequence ends masked in the
 diagonal/tail stages only; full blocks run unmasked.
@@ -20,20 +22,21 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
-def _bwd_preprocess_kernel(O, DO, DELTA, n_rows, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
-    # O, DO: [rows = B·H·Sq, D] contiguous; DELTA: [rows] fp32.
+@triton.jit(do_not_specialize=["n_rows"])
+def _bwd_preprocess_kernel(Out, DO, DELTA, n_rows, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    # Out, DO: [rows = B·H·Sq, D] contiguous; DELTA: [rows] fp32.
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = rows < n_rows
     offs = rows.to(tl.int64)[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
-    o = tl.load(O + offs, mask=ok[:, None], other=0.0).to(tl.float32)
+    o = tl.load(Out + offs, mask=ok[:, None], other=0.0).to(tl.float32)
     do = tl.load(DO + offs, mask=ok[:, None], other=0.0).to(tl.float32)
     tl.store(DELTA + rows, tl.sum(o * do, 1), mask=ok)
 
 
 @triton.jit
-def _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, q_row0, lo, hi, offs_n, qk_scale, seqlen_q, diag,
-                BLOCK_M: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+def _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, DQ_ACC, q_row0, lo, hi, offs_n, qk_scale, seqlen_q, diag,
+                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr,
+                PRECISION: tl.constexpr, ATOMIC_DQ: tl.constexpr):
     # q_row0: first row of this query head in the flattened [B·H·Sq, D] tensors (and in LSE/DELTA).
     offs_m0 = tl.arange(0, BLOCK_M)
     for start_m in range(lo, hi, BLOCK_M):
@@ -45,12 +48,13 @@ def _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, q_row0, lo, hi, offs_
         else:
             lse = tl.load(LSE + q_row0 + offs_m)
         qkT = tl.dot(k, q.T, input_precision=PRECISION)  # [BLOCK_N, BLOCK_M]
-        pT = tl.math.exp2(qkT * qk_scale - lse[None, :])
         if MASK:
             keep = row_ok[None, :]
             if CAUSAL:
                 keep = keep & (offs_n[:, None] <= offs_m[None, :] + diag)
-            pT = tl.where(keep, pT, 0.0)
+            pT = tl.math.exp2(tl.where(keep, qkT * qk_scale - lse[None, :], -float("inf")))
+        else:
+            pT = tl.math.exp2(qkT * qk_scale - lse[None, :])
         do = desc_do.load([q_row0 + start_m, 0])
         dv = tl.dot(pT.to(do.dtype), do, dv, input_precision=PRECISION)
         if MASK:
@@ -58,16 +62,25 @@ def _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, q_row0, lo, hi, offs_
         else:
             delta = tl.load(DELTA + q_row0 + offs_m)
         dpT = tl.dot(v, do.T, input_precision=PRECISION)
-        dsT = pT * (dpT - delta[None, :])
-        dk = tl.dot(dsT.to(q.dtype), q, dk, input_precision=PRECISION)
+        dsT = (pT * (dpT - delta[None, :])).to(q.dtype)
+        dk = tl.dot(dsT, q, dk, input_precision=PRECISION)
+        if ATOMIC_DQ:
+            # dQ's share of this key block, added into an fp32 buffer (scaled and cast by _dq_convert_kernel).
+            dq = tl.dot(dsT.T, k, input_precision=PRECISION)  # [BLOCK_M, D]
+            rows = (q_row0 + offs_m).to(tl.int64)
+            ptrs = DQ_ACC + rows[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+            if MASK:
+                tl.atomic_add(ptrs, dq, mask=row_ok[:, None], sem="relaxed")
+            else:
+                tl.atomic_add(ptrs, dq, sem="relaxed")
     return dk, dv
 
 
-@triton.jit
-def _bwd_dkdv_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DK, DV, qk_scale, scale,
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "num_heads", "group"])
+def _bwd_dkdv_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DK, DV, DQ_ACC, qk_scale, scale,
                      seqlen_q, seqlen_k, num_heads, group,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+                     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, ATOMIC_DQ: tl.constexpr):
     # grid: (cdiv(Sk, BLOCK_N), B·Hkv). Causal: the first key blocks are seen by the most queries and already
     # launch first.
     pid_n = tl.program_id(0)
@@ -82,6 +95,10 @@ def _bwd_dkdv_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DK, DV, qk_sca
 
     k = desc_k.load([kv_row, 0])
     v = desc_v.load([kv_row, 0])
+    if ATOMIC_DQ:
+        # Rows past Sk hold the next head's keys: zero them, or their dS·K would leak into dQ. (Without
+        # atomics they only touch dK/dV rows that are never stored.)
+        k = tl.where((offs_n < seqlen_k)[:, None], k, 0.0)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
 
@@ -101,12 +118,12 @@ def _bwd_dkdv_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DK, DV, qk_sca
 
     for g in range(group):
         q_row0 = (batch * num_heads + head_kv * group + g) * seqlen_q
-        dk, dv = _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, q_row0, q_lo, q_diag_end, offs_n,
-                             qk_scale, seqlen_q, diag, BLOCK_M, True, CAUSAL, PRECISION)
-        dk, dv = _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, q_row0, q_diag_end, q_full_end, offs_n,
-                             qk_scale, seqlen_q, diag, BLOCK_M, False, CAUSAL, PRECISION)
-        dk, dv = _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, q_row0, q_tail_lo, q_end, offs_n,
-                             qk_scale, seqlen_q, diag, BLOCK_M, True, CAUSAL, PRECISION)
+        dk, dv = _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, DQ_ACC, q_row0, q_lo, q_diag_end, offs_n,
+                             qk_scale, seqlen_q, diag, HEAD_DIM, BLOCK_M, True, CAUSAL, PRECISION, ATOMIC_DQ)
+        dk, dv = _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, DQ_ACC, q_row0, q_diag_end, q_full_end,
+                             offs_n, qk_scale, seqlen_q, diag, HEAD_DIM, BLOCK_M, False, CAUSAL, PRECISION, ATOMIC_DQ)
+        dk, dv = _dkdv_inner(dk, dv, k, v, desc_q, desc_do, LSE, DELTA, DQ_ACC, q_row0, q_tail_lo, q_end, offs_n,
+                             qk_scale, seqlen_q, diag, HEAD_DIM, BLOCK_M, True, CAUSAL, PRECISION, ATOMIC_DQ)
 
     key_ok = offs_n < seqlen_k
     rows = (bh_kv * seqlen_k + offs_n).to(tl.int64)
@@ -123,20 +140,21 @@ def _dq_inner(dq, q, do, lse, delta, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk
         k = desc_k.load([kv_row0 + start_n, 0])
         v = desc_v.load([kv_row0 + start_n, 0])
         qk = tl.dot(q, k.T, input_precision=PRECISION)
-        p = tl.math.exp2(qk * qk_scale - lse[:, None])
         if MASK:
             offs_n = start_n + offs_n0
             keep = offs_n[None, :] < seqlen_k
             if CAUSAL:
                 keep = keep & (offs_n[None, :] <= offs_m[:, None] + diag)
-            p = tl.where(keep, p, 0.0)
+            p = tl.math.exp2(tl.where(keep, qk * qk_scale - lse[:, None], -float("inf")))
+        else:
+            p = tl.math.exp2(qk * qk_scale - lse[:, None])
         dp = tl.dot(do, v.T, input_precision=PRECISION)
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
     return dq
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "num_heads", "group"])
 def _bwd_dq_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DQ, qk_scale, scale,
                    seqlen_q, seqlen_k, num_heads, group,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -178,3 +196,13 @@ def _bwd_dq_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DQ, qk_scale, sc
     rows = (q_row0 + offs_m).to(tl.int64)
     offs = rows[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
     tl.store(DQ + offs, (dq * scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _dq_convert_kernel(DQ_ACC, DQ, scale, n_rows, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
+    # DQ_ACC: [rows, D] fp32 (atomic-dQ path) -> DQ = scale · DQ_ACC in the input dtype.
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = rows < n_rows
+    offs = rows.to(tl.int64)[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    acc = tl.load(DQ_ACC + offs, mask=ok[:, None], other=0.0)
+    tl.store(DQ + offs, (acc * scale).to(DQ.dtype.element_ty), mask=ok[:, None])

@@ -11,6 +11,10 @@ key range of a query block splits in two stages: blocks every row sees in full (
 and the diagonal/ragged-tail blocks (mask). Rows that see no key at all (causal with Sq > Sk) give O = 0 and
 lse = +inf, which makes their P, and so their gradients, exactly zero.
 
+The lengths, head count and group size are not specialised on (``do_not_specialize``): one binary per
+(dtype, head dim, causal, config) serves every shape, so the bench and tests compile each kernel once. They only
+feed loop bounds and row offsets, where divisibility buys nothing (D is a constexpr).
+
 Tensors reach the kernel as TMA tensor descriptors over the flattened [rows, D] view; a block that runs past a
 head's last row reads the next head's rows (or TMA's zero fill at the tensor's end), which the mask removes,
 and O is stored with plain masked stores so a ragged tail never writes into the next head.
@@ -54,8 +58,8 @@ def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk_sca
     return acc, l_i, m_i
 
 
-@triton.jit
-def _attn_fwd_kernel(desc_q, desc_k, desc_v, O, LSE, qk_scale, seqlen_q, seqlen_k, num_heads, group,
+@triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "num_heads", "group"])
+def _attn_fwd_kernel(desc_q, desc_k, desc_v, Out, LSE, qk_scale, seqlen_q, seqlen_k, num_heads, group,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
     # grid: (cdiv(Sq, BLOCK_M), B·H). Causal: the last query blocks see the most keys; launch them first so the
@@ -98,4 +102,4 @@ def _attn_fwd_kernel(desc_q, desc_k, desc_v, O, LSE, qk_scale, seqlen_q, seqlen_
     tl.store(LSE + bh.to(tl.int64) * seqlen_q + offs_m, lse, mask=row_ok)
     offs_d = tl.arange(0, HEAD_DIM)
     rows = (q_row0 + offs_m).to(tl.int64)
-    tl.store(O + rows[:, None] * HEAD_DIM + offs_d[None, :], o.to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(Out + rows[:, None] * HEAD_DIM + offs_d[None, :], o.to(Out.dtype.element_ty), mask=row_ok[:, None])

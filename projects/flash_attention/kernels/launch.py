@@ -11,7 +11,7 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .bwd import _bwd_dkdv_kernel, _bwd_dq_kernel, _bwd_preprocess_kernel
+from .bwd import _bwd_dkdv_kernel, _bwd_dq_kernel, _bwd_preprocess_kernel, _dq_convert_kernel
 from .fwd import LOG2E, _attn_fwd_kernel
 from .tuning import TUNER, KernelConfig, candidates, length_class
 
@@ -63,8 +63,9 @@ def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sc
 def attn_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
              lse: torch.Tensor, causal: bool, scale: float,
              dkdv_config: KernelConfig | None = None, dq_config: KernelConfig | None = None,
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Returns dq, dk, dv (each in its input's shape and dtype). do must be contiguous like o."""
+             atomic_dq: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Returns dq, dk, dv (each in its input's shape and dtype). do must be contiguous like o.
+    atomic_dq: dQ accumulated with fp32 atomics inside the dK/dV kernel (bwd.py) instead of its own kernel."""
     B, H, Sq, D = q.shape
     Hkv, Sk = k.shape[1], k.shape[2]
     group = H // Hkv
@@ -79,13 +80,18 @@ def attn_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     qk_scale = scale * LOG2E
     prec = _precision(q.dtype)
 
+    # atomic_dq: [B·H·Sq, D] fp32, zeroed before every launch (tuning launches included).
+    dq_acc = torch.empty((n_rows, D), device=q.device, dtype=torch.float32) if atomic_dq else delta
+
     def launch_dkdv(cfg: KernelConfig) -> None:
+        if atomic_dq:
+            dq_acc.zero_()
         grid = (triton.cdiv(Sk, cfg.block_n), B * Hkv)
         _bwd_dkdv_kernel[grid](
             _desc(q, cfg.block_m), _desc(k, cfg.block_n), _desc(v, cfg.block_n), _desc(do, cfg.block_m),
-            lse, delta, dk, dv, qk_scale, scale, Sq, Sk, H, group,
+            lse, delta, dk, dv, dq_acc, qk_scale, scale, Sq, Sk, H, group,
             HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, PRECISION=prec,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            ATOMIC_DQ=atomic_dq, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def launch_dq(cfg: KernelConfig) -> None:
         grid = (triton.cdiv(Sq, cfg.block_m), B * H)
@@ -95,8 +101,13 @@ def attn_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
             HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, PRECISION=prec,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
-    cfg = dkdv_config or TUNER.pick(_tune_key("bwd_dkdv", q, k, causal), candidates("bwd_dkdv", D), launch_dkdv)
+    dkdv_name = "bwd_dkdv_atomic" if atomic_dq else "bwd_dkdv"
+    cfg = dkdv_config or TUNER.pick(_tune_key(dkdv_name, q, k, causal), candidates(dkdv_name, D), launch_dkdv)
     launch_dkdv(cfg)
+    if atomic_dq:
+        _dq_convert_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK),)](
+            dq_acc, dq, scale, n_rows, HEAD_DIM=D, BLOCK=PREPROCESS_BLOCK, num_warps=4)
+        return dq, dk, dv
     cfg = dq_config or TUNER.pick(_tune_key("bwd_dq", q, k, causal), candidates("bwd_dq", D), launch_dq)
     launch_dq(cfg)
     return dq, dk, dv

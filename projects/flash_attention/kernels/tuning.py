@@ -6,17 +6,18 @@ One registry (``CONFIGS``) holds every config each kernel may run with, per head
 so every bench process would re-tune. Here the winner per key is kept in memory and in a JSON file, so a
 process that finds it on disk launches the winner at once (and Triton's own cache holds its binary).
 
-Tuning cost counts against the quick bench (≤ 2 min for the whole project): 2–3 configs per kernel per head
-dim, timed with a short ``do_bench`` (warmup 5 ms, 25 ms of reps).
+Tuning cost counts against the quick bench (≤ 2 min for the whole project), and compiling dominates it (one
+to a few seconds a config): 2–3 configs per kernel per head dim, timed with a short ``do_bench`` (warmup 5 ms,
+25 ms of reps).
 """
 from __future__ import annotations
 
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class KernelConfig:
         return f"{self.block_m},{self.block_n},{self.num_warps},{self.num_stages}"
 
     @classmethod
-    def parse(cls, text: str) -> "KernelConfig":
+    def parse(cls, text: str) -> KernelConfig:
         parts = [int(x) for x in text.split(",")]
         if len(parts) != 4:
             raise ValueError(f"a kernel config is 'block_m,block_n,num_warps,num_stages', got {text!r}")
@@ -49,19 +50,26 @@ CONFIGS: dict[str, dict[int, list[KernelConfig]]] = {
     "fwd": {
         32: [C(128, 64, 4, 3), C(128, 128, 8, 3)],
         64: [C(128, 128, 8, 3), C(128, 64, 4, 3), C(128, 128, 4, 3)],
-        128: [C(128, 128, 8, 3), C(128, 64, 4, 3), C(128, 64, 8, 3)],
+        128: [C(128, 128, 8, 3), C(128, 64, 4, 3)],
         256: [C(128, 64, 8, 2), C(64, 64, 4, 2)],
     },
     "bwd_dkdv": {
         32: [C(64, 128, 8, 3), C(32, 128, 4, 3)],
         64: [C(64, 128, 8, 3), C(32, 128, 4, 3), C(64, 64, 4, 3)],
-        128: [C(64, 128, 8, 2), C(32, 128, 8, 3), C(64, 64, 4, 3)],
+        128: [C(64, 128, 8, 2), C(32, 128, 8, 3)],
+        256: [C(32, 64, 4, 2), C(32, 64, 8, 2)],
+    },
+    # dK/dV with dQ's atomics in the same program: one more matmul and an fp32 [BLOCK_M, D] dQ tile a step.
+    "bwd_dkdv_atomic": {
+        32: [C(64, 128, 8, 2), C(32, 128, 4, 2)],
+        64: [C(64, 128, 8, 2), C(64, 64, 4, 2), C(32, 128, 4, 2)],
+        128: [C(64, 128, 8, 2), C(32, 128, 8, 2)],
         256: [C(32, 64, 4, 2), C(32, 64, 8, 2)],
     },
     "bwd_dq": {
         32: [C(128, 64, 8, 3), C(128, 32, 4, 3)],
         64: [C(128, 64, 8, 3), C(128, 32, 4, 3), C(64, 64, 4, 3)],
-        128: [C(128, 64, 8, 2), C(128, 32, 8, 3), C(64, 64, 4, 3)],
+        128: [C(128, 64, 8, 2), C(128, 32, 8, 3)],
         256: [C(64, 32, 4, 2), C(64, 32, 8, 2)],
     },
 }
@@ -83,6 +91,8 @@ def candidates(kernel: str, head_dim: int) -> list[KernelConfig]:
         return [KernelConfig.parse(pinned)]
     if interpreting():
         return [INTERPRET_CONFIG[kernel]]
+    if os.environ.get("GPUFOLIO_FA_NO_TUNE"):  # tests: the first config, one compile per kernel
+        return list(CONFIGS[kernel][head_dim][:1])
     return list(CONFIGS[kernel][head_dim])
 
 
@@ -90,13 +100,14 @@ class Tuner:
     """Picks the fastest config per key (kernel, head dim, causal, dtype, length class, GPU), remembering it in
     memory and in a JSON file (``GPUFOLIO_FA_TUNE_FILE``, default ``~/.cache/gpufolio/flash_attention_tune.json``)."""
 
-    def __init__(self, path: Optional[Path] = None) -> None:
+    def __init__(self, path: Path | None = None) -> None:
         default = Path.home() / ".cache" / "gpufolio" / "flash_attention_tune.json"
         self.path = Path(os.environ.get("GPUFOLIO_FA_TUNE_FILE", path or default))
         self._lock = threading.Lock()
-        self._best: Optional[dict[str, str]] = None
+        # key -> {"best": "bm,bn,w,s", "timings_us": {config: microseconds}} (the timings are kept as evidence)
+        self._best: dict[str, dict] | None = None
 
-    def _load(self) -> dict[str, str]:
+    def _load(self) -> dict[str, dict]:
         if self._best is None:
             try:
                 self._best = json.loads(self.path.read_text())
@@ -119,7 +130,7 @@ class Tuner:
         if len(configs) == 1:
             return configs[0]
         with self._lock:
-            best = self._load().get(key)
+            best = self._load().get(key, {}).get("best")
             for cfg in configs:
                 if str(cfg) == best:
                     return cfg
@@ -137,7 +148,8 @@ class Tuner:
             winner = min(timings, key=timings.get)
             if os.environ.get("GPUFOLIO_FA_TUNE_VERBOSE"):
                 print(f"[fa-tune] {key}: " + ", ".join(f"{c}={t * 1e3:.0f}us" for c, t in timings.items()))
-            self._best[key] = str(winner)
+            self._best[key] = {"best": str(winner),
+                               "timings_us": {str(c): round(t * 1e3, 1) for c, t in timings.items()}}
             self._save()
             return winner
 

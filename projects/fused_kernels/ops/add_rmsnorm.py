@@ -18,7 +18,6 @@ next_pow2(H), masked for odd widths). Small H packs several rows per program so 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 import triton
@@ -47,26 +46,52 @@ def _rmsnorm_fwd_kernel(x_ptr, r_ptr, w_ptr, y_ptr, r_out_ptr, n_rows, n_cols, e
 
 @triton.jit
 def _rmsnorm_bwd_kernel(dy_ptr, dr_out_ptr, s_ptr, w_ptr, ds_ptr, dw_part_ptr, n_rows, n_cols, eps,
-                        tiles_per_prog, HAS_DRES: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+                        tiles_per_prog, HAS_DRES: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                        PREFETCH: tl.constexpr):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)[None, :]
     col_ok = cols < n_cols
     w = tl.load(w_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
     dw_acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    t_first = pid * tiles_per_prog
+    t_end = t_first + tiles_per_prog
+    row_stop = tl.minimum(n_rows, t_end * ROWS)
+    if PREFETCH:  # registers double-buffer the rows: tile t+1's loads are in flight while tile t computes
+        rows = (t_first * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
+        mask = (rows < n_rows) & col_ok
+        s_next = tl.load(s_ptr + rows * n_cols + cols, mask=mask, other=0.0, eviction_policy="evict_first")
+        dy_next = tl.load(dy_ptr + rows * n_cols + cols, mask=mask, other=0.0, eviction_policy="evict_first")
+        if HAS_DRES:
+            dr_next = tl.load(dr_out_ptr + rows * n_cols + cols, mask=mask, other=0.0,
+                              eviction_policy="evict_first")
     # A contiguous run of row tiles per program: its dw partial is one row of dw_part, no atomics.
-    for t in range(pid * tiles_per_prog, (pid + 1) * tiles_per_prog):
+    for t in range(t_first, t_end):
         rows = (t * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
         mask = (rows < n_rows) & col_ok
         offs = rows * n_cols + cols
-        s = tl.load(s_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        if PREFETCH:
+            s = s_next.to(tl.float32)
+            dy = dy_next.to(tl.float32)
+            if HAS_DRES:
+                dr = dr_next.to(tl.float32)
+            nxt = offs + ROWS * n_cols
+            nmask = (rows + ROWS < row_stop) & col_ok  # the next tile, if it is still this program's
+            s_next = tl.load(s_ptr + nxt, mask=nmask, other=0.0, eviction_policy="evict_first")
+            dy_next = tl.load(dy_ptr + nxt, mask=nmask, other=0.0, eviction_policy="evict_first")
+            if HAS_DRES:
+                dr_next = tl.load(dr_out_ptr + nxt, mask=nmask, other=0.0, eviction_policy="evict_first")
+        else:
+            s = tl.load(s_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            if HAS_DRES:
+                dr = tl.load(dr_out_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
         rstd = tl.rsqrt(tl.sum(s * s, axis=1) / n_cols + eps)[:, None]
         n = s * rstd
         wdy = w * dy
         c = tl.sum(n * wdy, axis=1)[:, None] / n_cols
         ds = rstd * (wdy - n * c)
         if HAS_DRES:
-            ds += tl.load(dr_out_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            ds += dr
         tl.store(ds_ptr + offs, ds.to(ds_ptr.dtype.element_ty), mask=mask)
         dw_acc += tl.sum(dy * n, axis=0)
     tl.store(dw_part_ptr + pid * n_cols + tl.arange(0, BLOCK_N), dw_acc, mask=tl.arange(0, BLOCK_N) < n_cols)
@@ -79,7 +104,10 @@ class LaunchConfig:
     block_n: int
     rows: int  # rows per program (per loop step in the backward)
     num_warps: int
-    bwd_progs_per_sm: int = 4
+    bwd_num_warps: int = 16  # the backward holds 3 rows + the dweight accumulator: more threads, fewer registers each
+    bwd_progs_per_sm: int = 2  # backward programs per SM (each loops over a run of row tiles)
+    bwd_stages: int = 1  # software-pipelining depth of the backward's row loop (Triton num_stages)
+    bwd_prefetch: bool = False  # load row tile t+1 before computing tile t (register double-buffering)
 
     def __post_init__(self) -> None:
         if self.block_n > MAX_BLOCK_N:
@@ -89,12 +117,14 @@ class LaunchConfig:
 
 
 def launch_config(n_cols: int) -> LaunchConfig:
-    """BLOCK_N = next_pow2(H); warps grow with the row (4 up to 2048 wide, 8 at 4096, 16 from 8192) so each
-    thread holds 8-16 elements; small rows are packed so a program moves at least ~4096 elements."""
+    """BLOCK_N = next_pow2(H); forward warps grow with the row (4 up to 2048 wide, 8 at 4096, 16 from 8192) so
+    each thread holds 8-16 elements; small rows are packed so a program moves at least ~4096 elements. The
+    backward keeps three rows and a dweight accumulator live, so it runs twice the warps (8 elements per thread
+    at 4096: ~60 registers, two programs per SM, where 8 warps need ~110)."""
     block_n = triton.next_power_of_2(n_cols)
     num_warps = 4 if block_n <= 2048 else 8 if block_n <= 4096 else 16
     rows = max(1, min(16, 4096 // block_n))
-    return LaunchConfig(block_n=block_n, rows=rows, num_warps=num_warps)
+    return LaunchConfig(block_n=block_n, rows=rows, num_warps=num_warps, bwd_num_warps=min(32, 2 * num_warps))
 
 
 def _sm_count(device: torch.device) -> int:
@@ -103,8 +133,8 @@ def _sm_count(device: torch.device) -> int:
     return 4  # interpreter: a few programs, so the partial-sum reduction is still exercised
 
 
-def rmsnorm_forward(x: torch.Tensor, residual: Optional[torch.Tensor], weight: torch.Tensor, eps: float,
-                    cfg: Optional[LaunchConfig] = None):
+def rmsnorm_forward(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor, eps: float,
+                    cfg: LaunchConfig | None = None):
     """x, residual: [..., H]; weight: [H]. Returns (y, residual_out); residual_out is None without a residual.
     residual_out is the new residual stream x + residual, in x's dtype."""
     shape = x.shape
@@ -127,8 +157,8 @@ def rmsnorm_forward(x: torch.Tensor, residual: Optional[torch.Tensor], weight: t
     return y.view(shape), (r_out.view(shape) if residual is not None else None)
 
 
-def rmsnorm_backward(dy: torch.Tensor, dres_out: Optional[torch.Tensor], s: torch.Tensor, weight: torch.Tensor,
-                     eps: float, cfg: Optional[LaunchConfig] = None):
+def rmsnorm_backward(dy: torch.Tensor, dres_out: torch.Tensor | None, s: torch.Tensor, weight: torch.Tensor,
+                     eps: float, cfg: LaunchConfig | None = None):
     """Gradients of rmsnorm_forward. ``s`` is the normalised input (residual_out, or x for plain RMSNorm);
     ``dres_out`` the gradient flowing into residual_out (None if it has none). Returns (ds, dweight)."""
     shape = s.shape
@@ -147,7 +177,8 @@ def rmsnorm_backward(dy: torch.Tensor, dres_out: Optional[torch.Tensor], s: torc
     if n_rows:
         _rmsnorm_bwd_kernel[(n_progs,)](dy2, dr2, s2, weight, ds, dw_part, n_rows, n_cols, eps, tiles_per_prog,
                                         HAS_DRES=dres_out is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n,
-                                        num_warps=cfg.num_warps)
+                                        PREFETCH=cfg.bwd_prefetch, num_warps=cfg.bwd_num_warps,
+                                        num_stages=cfg.bwd_stages)
     else:
         dw_part.zero_()
     dw = dw_part.sum(0).to(weight.dtype)

@@ -25,13 +25,13 @@ def _copy_kernel(src_ptr, dst_ptr, numel, BLOCK: tl.constexpr):
     tl.store(dst_ptr + offs, vals, mask=mask)
 
 
-def triton_copy(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
-    """dst[...] = src, both contiguous, same dtype and numel; returns dst."""
+def triton_copy(src: torch.Tensor, dst: torch.Tensor, block: int = BLOCK, num_warps: int = NUM_WARPS) -> torch.Tensor:
+    """dst[...] = src, both contiguous, same dtype and numel; returns dst. block/num_warps: for tune.py."""
     if not (src.is_contiguous() and dst.is_contiguous()):
         raise ValueError("triton_copy needs contiguous tensors")
     if src.dtype != dst.dtype or src.numel() != dst.numel():
         raise ValueError(f"triton_copy: {src.dtype}/{src.numel()} -> {dst.dtype}/{dst.numel()}")
     numel = src.numel()
     if numel:
-        _copy_kernel[(triton.cdiv(numel, BLOCK),)](src, dst, numel, BLOCK=BLOCK, num_warps=NUM_WARPS)
+        _copy_kernel[(triton.cdiv(numel, block),)](src, dst, numel, BLOCK=block, num_warps=num_warps)
     return dst

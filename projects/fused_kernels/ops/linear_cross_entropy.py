@@ -18,8 +18,6 @@ implementation returns. A caller with less memory passes ``max_chunk_bytes`` and
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 import triton
 import triton.language as tl
@@ -79,7 +77,7 @@ def _ce_grad_kernel(logits_ptr, target_ptr, loss_ptr, n_valid_ptr, n_cols, ignor
 
 
 def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
-               max_chunk_bytes: Optional[int] = None) -> int:
+               max_chunk_bytes: int | None = None) -> int:
     """Token rows per chunk: the smallest power of two that keeps the dW update compute-bound, capped by the
     memory budget for the [C, V] buffer and by the token count. Multiples of 16 keep GEMM tiles whole."""
     rows = 16
@@ -97,7 +95,7 @@ def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
 
 def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, *,
                                  ignore_index: int = -100, label_smoothing: float = 0.0,
-                                 max_chunk_bytes: Optional[int] = None, chunk: Optional[int] = None):
+                                 max_chunk_bytes: int | None = None, chunk: int | None = None):
     """Mean cross-entropy of x @ weight^T against target, with its gradients.
 
     x: [T, d]; weight: [V, d] (same dtype); target: [T] int64 with ignore_index for padding.
@@ -156,6 +154,6 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
 
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, ignore_index: int = -100,
-                         label_smoothing: float = 0.0, max_chunk_bytes: Optional[int] = None) -> torch.Tensor:
+                         label_smoothing: float = 0.0, max_chunk_bytes: int | None = None) -> torch.Tensor:
     """``F.cross_entropy(x @ weight.T, target)`` (mean) without materialising the logits."""
     return LinearCrossEntropyFunction.apply(x, weight, target, ignore_index, label_smoothing, max_chunk_bytes)

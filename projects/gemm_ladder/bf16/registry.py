@@ -52,6 +52,10 @@ RUNGS: tuple[Rung, ...] = (
     Rung("03_tma_wgmma", "TMA + wgmma, 1 warpgroup", (128, 128), True, True),
     Rung("04_wgmma_two_consumers", "128x256 tile, 2 warpgroups, TMA ring", (128, 256), True, True),
     Rung("05_warp_specialized", "producer/consumer + setmaxnreg", (128, 256), True, True),
+    Rung("06_persistent", "persistent, static tile scheduler", (128, 256), True, True),
+    Rung("07_grouped_raster", "+ grouped tile order (L2 reuse)", (128, 256), True, True),
+    Rung("08_cluster_multicast", "+ 2-CTA cluster, B multicast", (128, 256), True, True),
+    Rung("09_tma_store_epilogue", "+ smem/TMA-store epilogue", (128, 256), True, True),
 )
 BY_ID = {r.id: r for r in RUNGS}
 

@@ -1,14 +1,19 @@
 // The only torch-facing file of the SGEMM ladder: rungNN(A, B, C) writes C = A @ B with rung NN's kernel.
 // Every shape constraint is checked here BEFORE launch (registry.py states the same ones for the bench), and
 // every launch is followed by cudaGetLastError so a bad configuration fails loudly instead of leaving C stale.
-#include <c10/cuda/CUDAStream.h>
+// Narrow includes instead of <torch/extension.h>: this file is the slowest of the cold build (torch's
+// headers), and the tensor + pybind casters are all it needs (4x less compile time).
+#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "launchers.h"
+#include "sweep.cuh"
 
 namespace {
 using Launcher = void (*)(int, int, int, const float*, const float*, float*, cudaStream_t);
@@ -41,6 +46,16 @@ void run(const char* rung, Launcher launch, Shapes shapes, const at::Tensor& A, 
          C.data_ptr<float>(), c10::cuda::getCurrentCUDAStream());
   C10_CUDA_CHECK(cudaGetLastError());
 }
+// The sweep configs of every family, in one list.
+std::vector<sgemm::SweepEntry> sweep_entries() {
+  std::vector<sgemm::SweepEntry> all;
+  for (auto family : {&sgemm_sweep_double_buffer, &sgemm_sweep_cp_async}) {
+    int count = 0;
+    const sgemm::SweepEntry* entries = family(&count);
+    all.insert(all.end(), entries, entries + count);
+  }
+  return all;
+}
 }  // namespace
 
 // RUNG(id, launcher, shapes): the test suite reads these lines and compares them with registry.py.
@@ -63,19 +78,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   RUNG(08, sgemm_08_double_buffer, Shapes::kNK4);
   RUNG(09, sgemm_09_autotuned_sm90, Shapes::kNK4);
   RUNG(10, sgemm_10_warptiling, Shapes::kNK4);
+  RUNG(11, sgemm_11_cp_async_pipeline, Shapes::kNK4);
+  RUNG(12, sgemm_12_split_k, Shapes::kNK4);
+  m.def("splits12", &sgemm_12_splits, "rung 12's K-split count for (M, N, K, SMs)", py::arg("M"), py::arg("N"),
+        py::arg("K"), py::arg("sms"));
 
-  m.def("sweep_size", &sgemm_sweep_size, "number of tile configs in sweep.cu");
-  m.def("sweep_name", [](int i) { return std::string(sgemm_sweep_name(i)); }, "label of sweep config i");
+  m.def("sweep_size", [] { return static_cast<int>(sweep_entries().size()); }, "number of sweep configs");
+  m.def("sweep_name", [](int i) { return std::string(sweep_entries().at(i).name); }, "label of sweep config i");
   m.def(
       "sweep",
       [](int i, const at::Tensor& A, const at::Tensor& B, const at::Tensor& C) {
-        TORCH_CHECK(i >= 0 && i < sgemm_sweep_size(), "sweep config ", i, " out of range");
-        run(sgemm_sweep_name(i), [](int, int, int, const float*, const float*, float*, cudaStream_t) {}, Shapes::kNK4,
-            A, B, C);  // checks only; the real launch follows
-        sgemm_sweep_launch(i, static_cast<int>(A.size(0)), static_cast<int>(B.size(1)), static_cast<int>(A.size(1)),
-                           A.data_ptr<float>(), B.data_ptr<float>(), C.data_ptr<float>(),
-                           c10::cuda::getCurrentCUDAStream());
-        C10_CUDA_CHECK(cudaGetLastError());
+        const auto entries = sweep_entries();
+        TORCH_CHECK(i >= 0 && i < static_cast<int>(entries.size()), "sweep config ", i, " out of range");
+        run(entries[i].name, entries[i].launch, Shapes::kNK4, A, B, C);
       },
       "time-tuning hook: C = A @ B with sweep config i (N, K multiples of 4)");
 }

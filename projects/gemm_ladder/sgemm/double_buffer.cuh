@@ -36,7 +36,7 @@ struct TileConfig {
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    double_buffer_kernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+    sgemm_double_buffer_kernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                          float* __restrict__ C) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN, kLdA = Cfg::kLdA;
   extern __shared__ __align__(16) float smem[];
@@ -125,10 +125,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 template <class Cfg>
 void launch_double_buffer(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream) {
-  static const bool smem_ready = (allow_smem(double_buffer_kernel<Cfg>, Cfg::kSmemBytes), true);
+  static const bool smem_ready = (allow_smem(sgemm_double_buffer_kernel<Cfg>, Cfg::kSmemBytes), true);
   (void)smem_ready;
   const dim3 grid(ceil_div(N, Cfg::BN), ceil_div(M, Cfg::BM));
-  double_buffer_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(M, N, K, A, B, C);
+  sgemm_double_buffer_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(M, N, K, A, B, C);
 }
 
 }  // namespace sgemm

@@ -16,8 +16,8 @@ SGEMM_LAUNCHER(sgemm_07_bank_conflicts);
 SGEMM_LAUNCHER(sgemm_08_double_buffer);
 SGEMM_LAUNCHER(sgemm_09_autotuned_sm90);
 SGEMM_LAUNCHER(sgemm_10_warptiling);
+SGEMM_LAUNCHER(sgemm_11_cp_async_pipeline);
+SGEMM_LAUNCHER(sgemm_12_split_k);
 
-// The tile-size sweep behind rungs 09 and 10 (sweep.cu): timed by sweep.py, not a rung.
-int sgemm_sweep_size();
-const char* sgemm_sweep_name(int i);
-void sgemm_sweep_launch(int i, int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t s);
+// How many K-splits rung 12 uses for an M x N x K problem on a GPU with `sms` multiprocessors.
+int sgemm_12_splits(int M, int N, int K, int sms);

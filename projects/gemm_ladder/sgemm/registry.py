@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from gpufolio.api import Unsupported
 
 HERE = Path(__file__).resolve().parent
 EXTENSION = "gpufolio_sgemm"
 # Paths relative to projects/gemm_ladder/ (what build.load_extension expects).
-COMMON_SOURCES = ("sgemm/sweep.cu", "sgemm/bindings.cpp")
+COMMON_SOURCES = ("sgemm/sweep_double_buffer.cu", "sgemm/sweep_cp_async.cu", "sgemm/bindings.cpp")
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -40,7 +40,7 @@ class Rung:
     shapes: Literal["any", "nk4"]
     block_tile: tuple[int, int]   # (rows, columns) of C per block: the grid is ceil(N/cols) x ceil(M/rows)
     threads: int                  # threads per block
-    max_gflop: Optional[float] = None
+    max_gflop: float | None = None
 
     def __post_init__(self) -> None:
         if not (len(self.id) == 2 and self.id.isdigit()):
@@ -101,7 +101,26 @@ RUNGS: tuple[Rung, ...] = (
     Rung("08", "double_buffer", "08 double buffering", "sgemm_08_double_buffer", "nk4", (128, 128), 256),
     Rung("09", "autotuned_sm90", "09 tile sizes tuned for H200", "sgemm_09_autotuned_sm90", "nk4", (128, 256), 256),
     Rung("10", "warptiling", "10 warp tiling", "sgemm_10_warptiling", "nk4", (128, 128), 256),
+    Rung("11", "cp_async_pipeline", "11 cp.async 3-stage pipeline", "sgemm_11_cp_async_pipeline", "nk4", (128, 128),
+         256),
+    Rung("12", "split_k", "12 split-K for small grids", "sgemm_12_split_k", "nk4", (128, 128), 256),
 )
+
+
+H200_SMS = 132
+
+
+def split_k_splits(M: int, N: int, K: int, sms: int = H200_SMS) -> int:
+    """Rung 12's K-split count (mirror of sgemm_12_splits in 12_split_k.cu; a test compares the two).
+
+    Split only when the 128x128 output tiles cannot fill the 2 * sms resident block slots, into as many runs as
+    fill them, but keep >= 8 K-tiles of 16 per run and at most 16 runs."""
+    tiles, slots = ceil_div(M, 128) * ceil_div(N, 128), 2 * sms
+    if tiles >= slots:
+        return 1
+    by_k = ceil_div(K, 16) // 8
+    wanted = ceil_div(slots, tiles)
+    return min(wanted, 16) if wanted < by_k else max(by_k, 1)
 
 
 def by_name(name: str) -> Rung:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
 import pytest
-
 from gpufolio.prnotes.cli import main
 from gpufolio.prnotes.draft import DraftError, draft
 from gpufolio.prnotes.notes import read_note, validate_note
@@ -26,12 +26,12 @@ def _commit(repo, files: dict[str, str], message: str, who, when: str):
     return repo.index.commit(message, author=actor, committer=actor, author_date=when, commit_date=when)
 
 
-@pytest.fixture
-def clone(tmp_path):
+@pytest.fixture(scope="module")
+def _template(tmp_path_factory):
     """A clone of 'acme/widget': main has two commits, branch 'feat/fast-norm' two more, then main moves on."""
     import git
 
-    repo = git.Repo.init(tmp_path / "widget", initial_branch="main")
+    repo = git.Repo.init(tmp_path_factory.mktemp("template") / "widget", initial_branch="main")
     repo.create_remote("origin", "https://github.com/acme/widget.git")
     _commit(repo, {"src/norm.py": "".join(f"line {i}\n" for i in range(10)), "README.md": "widget\n"},
             "Initial import", ALICE, "2026-11-01T10:00:00")
@@ -45,7 +45,15 @@ def clone(tmp_path):
     _commit(repo, {"tests/test_norm.py": "def test():\n    pass\n"}, "Test awkward widths", BOB, "2026-11-11T09:30:00")
     repo.heads.main.checkout()
     _commit(repo, {"other.py": "x = 1\n"}, "Unrelated change on main", BOB, "2026-11-12T09:30:00")
-    return repo
+    return Path(repo.working_tree_dir)
+
+
+@pytest.fixture
+def clone(_template, tmp_path):
+    """A fresh copy of the template clone per test (tests dirty it, retag it, change its remotes)."""
+    import git
+
+    return git.Repo(shutil.copytree(_template, tmp_path / "widget"))
 
 
 def test_draft_reads_commits_and_diffstat_against_merge_base(clone):

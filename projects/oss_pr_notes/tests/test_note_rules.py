@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-
 from gpufolio.prnotes import validate_all
 from gpufolio.prnotes.notes import read_note, validate_note
 
@@ -162,6 +161,15 @@ def test_headline_shape_must_exist(note_meta, write_note, store_frame):
     meta["results"]["headline_params"] = {"M": 1, "N": 4096}
     path, errors = errors_of(write_note, meta, store_frame)
     only_error(errors, path, "results.headline_params", "no before/after pair")
+
+
+def test_declared_patch_file_must_exist(note_meta, write_note):
+    meta = note_meta("prepared")
+    meta["change"]["patch"] = "branch.patch"
+    path, errors = errors_of(write_note, meta)
+    only_error(errors, path, "change.patch", "not a file beside the note")
+    (path.parent / "branch.patch").write_text("From 0000 Mon Sep 17 00:00:00 2001\n")
+    assert validate_note(read_note(path)) == []
 
 
 def test_draft_placeholder_is_rejected(note_meta, write_note):

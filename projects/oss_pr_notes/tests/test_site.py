@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpufolio.prnotes.notes import read_note
 from gpufolio.prnotes.site import fmt, write_pages
 
@@ -37,7 +36,7 @@ def test_prepared_note_without_run_says_not_yet_measured(tmp_path, note_meta, wr
     table = (tmp_path / "contributions" / "index.md").read_text()
     assert "| not yet measured | not submitted |" in table and "gf-badge-prepared" in table
     page = (tmp_path / "contributions" / "fused_add_rmsnorm.md").read_text()
-    assert '!!! note "Not yet measured"' in page and "GB/s" not in page
+    assert "> **Not yet measured.**" in page and "GB/s" not in page
 
 
 def test_site_refuses_invalid_notes(tmp_path, note_meta, write_note, store_frame):

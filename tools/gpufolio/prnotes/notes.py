@@ -163,6 +163,9 @@ def rule_errors(note: Note) -> list[str]:
     for earlier, later in (("created", "opened"), ("opened", "merged"), ("opened", "closed"), ("created", "merged"), ("created", "closed")):
         if earlier in parsed and later in parsed and parsed[later] < parsed[earlier]:
             out.append(f"{where}: dates.{later}: {parsed[later]} is before dates.{earlier} {parsed[earlier]}")
+    change = meta.get("change") if isinstance(meta.get("change"), dict) else {}
+    if isinstance(change.get("patch"), str) and not (note.path.parent / change["patch"]).is_file():
+        out.append(f"{where}: change.patch: {change['patch']!r} is not a file beside the note")
     for key in ("title", "hardware", "correctness"):
         if isinstance(meta.get(key), str) and PLACEHOLDER in meta[key]:
             out.append(f"{where}: {key}: still the draft placeholder {PLACEHOLDER!r}: write it")

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     root = store.repo_root()
     t0 = time.perf_counter()
     try:
-        out = build.render(root, args.results_root)
+        out = build.render(root, args.results_root, cache_dir=root / ".build" / "site-cache")
         current = readme.update(root / "README.md", out.df, out.site, check=args.check_readme)
     except (MarkerError, WriteupError, build.SiteError, readme.ReadmeError, store.RecordError) as e:
         print(f"gpufolio site: {e}", file=sys.stderr)

@@ -79,7 +79,9 @@ def _prnote_pages(repo_root: Path, docs_dir: Path, frame: pd.DataFrame) -> list[
 
 
 def render(repo_root: Path | None = None, results_root: Path | None = None, docs_dir: Path | None = None,
-           config_file: Path | None = None) -> Rendered:
+           config_file: Path | None = None, cache_dir: Path | None = None) -> Rendered:
+    """Write every generated page and chart. ``cache_dir``: reuse charts whose data did not change
+    (``.build/site-cache`` for the CLI; None in tests, which want every chart drawn)."""
     repo_root = (repo_root or store.repo_root()).resolve()
     docs_dir = docs_dir or repo_root / "site_src"
     config_file = config_file or repo_root / "mkdocs.yml"
@@ -88,7 +90,7 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     digests = {p: provenance.source_digest(p, repo_root) for p in R.projects()}
     df = R.prepare(frame, digests)
     site = R.Site(repo_url(config_file))
-    ctx = RenderCtx(df, site, docs_dir, repo_root)
+    ctx = RenderCtx(df, site, docs_dir, repo_root, cache_dir)
     extra = {"oss_pr_notes": _prnote_pages(repo_root, docs_dir, frame)}
     written = [project.render_project(ctx, p, extra.get(p) or []) for p in R.projects()]
     pages.render_home(ctx)
@@ -96,6 +98,8 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     pages.render_not_counted(ctx)
     written += pages.render_worklog(ctx)
     pages.write_nav(ctx, extra)
+    drawn = ctx.draw_charts()
+    log.info("charts: %d drawn, the rest from the cache", drawn)
     return Rendered(df, docs_dir, site, written)
 
 

@@ -29,15 +29,32 @@ plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110, "font.size": 9, "axe
                      "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "gpufolio"})
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, left: float = 0.09, right: float = 0.97, bottom: float | None = None) -> Path:
+    """Fixed margins, not tight_layout: tight_layout draws every figure twice, and charts dominate render time."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    h = fig.get_figheight()
+    fig.subplots_adjust(left=left, right=right, bottom=bottom if bottom is not None else min(0.45, 0.55 / h),
+                        top=1 - min(0.3, 0.35 / h))
     fig.savefig(path, format="png", metadata={"Software": None})
     plt.close(fig)
     return path
 
 
-def headline_bars(rows: pd.DataFrame, base_name: str | None, title: str, path: Path) -> Path:
+def slim(rows: pd.DataFrame, x: str | None = None) -> pd.DataFrame:
+    """Only what a chart draws: small to pickle for a worker, and a stable key for the chart cache."""
+    cols = ["variant", "role", "label", "value", "metric_unit", "higher_is_better", "status", "is_headline_metric"]
+    out = rows[cols].reset_index(drop=True).copy()
+    if x is not None:
+        out["x"] = [p.get(x) for p in rows.params]
+    return out
+
+
+def _label_margin(labels) -> float:
+    """Left margin for horizontal bars: room for the longest label at 8 pt."""
+    return min(0.5, 0.04 + 0.0105 * max((len(str(t)) for t in labels), default=4))
+
+
+def headline_bars(path: Path, rows: pd.DataFrame, base_name: str | None, title: str) -> Path:
     """Horizontal bars, one per variant at one config of one run; the baseline grey, losers red."""
     rows = rows[(rows.status == "ok") & rows.is_headline_metric.astype(bool)].copy()
     higher = bool(rows.iloc[0].higher_is_better)
@@ -66,13 +83,12 @@ def headline_bars(rows: pd.DataFrame, base_name: str | None, title: str, path: P
     ax.set_title(title, fontsize=9, loc="left")
     ax.grid(axis="y", visible=False)
     ax.set_xlim(0, rows.value.max() * 1.3)
-    return _save(fig, path)
+    return _save(fig, path, left=_label_margin(rows.label), right=0.95)
 
 
-def variant_lines(rows: pd.DataFrame, x: str, title: str, path: Path) -> Path:
+def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
     """The headline metric against one param, a line per variant (baselines dashed)."""
     rows = rows[(rows.status == "ok") & rows.is_headline_metric.astype(bool)].copy()
-    rows["x"] = [p.get(x) for p in rows.params]
     fig, ax = plt.subplots(figsize=(7.5, 4))
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rows.x)
     for i, (variant, g) in enumerate(sorted(rows.groupby("variant"), key=lambda t: t[0])):
@@ -86,10 +102,10 @@ def variant_lines(rows: pd.DataFrame, x: str, title: str, path: Path) -> Path:
     ax.set_ylabel(rows.iloc[0].metric_unit)
     ax.set_title(title, fontsize=9, loc="left")
     ax.legend(fontsize=7, ncol=2, frameon=False)
-    return _save(fig, path)
+    return _save(fig, path, bottom=0.13)
 
 
-def roofline(points: pd.DataFrame, ceilings: dict, gpu: str, title: str, path: Path) -> Path:
+def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: str) -> Path:
     """``points``: label, ai (FLOP/byte), tflops, role. Roofs: measured (solid) and datasheet (dotted)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     ai_min = min(points.ai.min() / 4, 1.0)
@@ -118,10 +134,10 @@ def roofline(points: pd.DataFrame, ceilings: dict, gpu: str, title: str, path: P
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title(title, fontsize=9, loc="left")
     ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, path)
+    return _save(fig, path, right=0.62, bottom=0.13)
 
 
-def bandwidth_bars(rows: pd.DataFrame, copy_gbps: float | None, gpu: str, title: str, path: Path) -> Path:
+def bandwidth_bars(path: Path, rows: pd.DataFrame, copy_gbps: float | None, gpu: str, title: str) -> Path:
     """Memory-bound benches: achieved GB/s per variant against the measured copy bandwidth and the datasheet."""
     rows = rows.sort_values("value")
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.4))
@@ -142,10 +158,10 @@ def bandwidth_bars(rows: pd.DataFrame, copy_gbps: float | None, gpu: str, title:
     ax.set_title(title, fontsize=9, loc="left")
     ax.grid(axis="y", visible=False)
     ax.legend(fontsize=7, frameon=False, loc="lower right")
-    return _save(fig, path)
+    return _save(fig, path, left=_label_margin(rows.label), right=0.95)
 
 
-def progress(series: pd.DataFrame, unit: str, title: str, path: Path) -> Path:
+def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
     """``series``: created_at, value, line (e.g. "best candidate, NVIDIA H200"), short sha. One line per GPU
     model and role, so numbers from different GPUs are never joined by a line."""
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
@@ -160,4 +176,4 @@ def progress(series: pd.DataFrame, unit: str, title: str, path: Path) -> Path:
     ax.set_title(title, fontsize=9, loc="left")
     ax.legend(fontsize=7, frameon=False)
     fig.autofmt_xdate()
-    return _save(fig, path)
+    return _save(fig, path, bottom=0.2)

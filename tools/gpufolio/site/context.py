@@ -1,8 +1,20 @@
-"""The state of one render: the prepared frame, where pages go, and the chart writer markers use."""
+"""The state of one render: the prepared frame, where pages go, and the chart queue.
+
+Charts dominate render time (matplotlib on a 2-core machine), so pages only *queue* them (``plot``) and
+``draw_charts`` draws them at the end: unchanged charts come from a cache keyed by their data and the chart
+code, the rest are drawn in a process pool.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import inspect
+import os
+import pickle
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -19,6 +31,8 @@ class RenderCtx:
     site: R.Site
     docs_dir: Path
     repo_root: Path
+    cache_dir: Path | None = None
+    jobs: list[tuple[Path, str, Callable, tuple]] = field(default_factory=list)
 
     def write(self, rel: str, text: str) -> Path:
         path = self.docs_dir / rel
@@ -31,21 +45,45 @@ class RenderCtx:
         rel = f"{GENERATED_CHARTS}/{name}"
         return rel, self.docs_dir / rel
 
+    def plot(self, name: str, fn: Callable, *args) -> str:
+        """Queue ``fn(path, *args)`` to draw ``generated/charts/<name>``; returns the docs-relative path."""
+        rel, path = self.chart(name)
+        key = hashlib.sha256(pickle.dumps((fn.__name__, args)) + _CHART_CODE).hexdigest()[:24]
+        self.jobs.append((path, key, fn, args))
+        return rel
+
+    def draw_charts(self) -> int:
+        """Draw every queued chart (from the cache where possible); returns how many were drawn anew."""
+        todo = []
+        for path, key, fn, args in self.jobs:
+            cached = self.cache_dir / f"{key}.png" if self.cache_dir else None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if cached is not None and cached.is_file():
+                shutil.copyfile(cached, path)
+            else:
+                todo.append((path, cached, fn, args))
+        if len(todo) >= 6 and (os.cpu_count() or 1) > 1:
+            with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+                list(pool.map(_draw, todo))
+        else:
+            for job in todo:
+                _draw(job)
+        self.jobs.clear()
+        return len(todo)
+
     def marker_ctx(self, page: str) -> M.Context:
         return M.Context(self.df, page, self.site, chart=self._marker_chart)
 
     def _marker_chart(self, marker: M.Marker, run: pd.DataFrame, x: str | None) -> str:
-        rel, path = self.chart(M.chart_name(marker))
         first = run.iloc[0]
         meta = first.record.get("bench_meta") or {}
         title = f"{marker.args['project']}/{marker.args['bench']} — {first.gpu_name}, run {first.run_id}"
         ok = run[(run.status == "ok") & run.is_headline_metric.astype(bool)]
         if x and ok.params.map(lambda p: p.get(x)).nunique() > 1:
             ok = self.one_series(ok, x, meta.get("headline_params") or {}, marker)
-            charts.variant_lines(ok, x, title, path)
-        else:
-            charts.headline_bars(ok, meta.get("headline_baseline"), title, path)
-        return rel
+            return self.plot(M.chart_name(marker), charts.variant_lines, charts.slim(ok, x), x, title)
+        return self.plot(M.chart_name(marker), charts.headline_bars, charts.slim(ok),
+                         meta.get("headline_baseline"), title)
 
     @staticmethod
     def one_series(rows: pd.DataFrame, x: str, headline: dict, marker: M.Marker | None = None) -> pd.DataFrame:
@@ -61,3 +99,16 @@ class RenderCtx:
                                   "add k=v filters")
             return rows.iloc[0:0]
         return keep
+
+
+_CHART_CODE = hashlib.sha256(inspect.getsource(charts).encode()).digest()
+
+
+def _draw(job) -> None:
+    path, cached, fn, args = job
+    fn(path, *args)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, cached)

@@ -50,9 +50,9 @@ def _headline_chart(ctx: RenderCtx, h: S.Headline, page: str) -> str:
     c = h.candidate
     run = ctx.df[(ctx.df.project == h.project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
                  & (ctx.df.params_key == c["params_key"])]
-    rel, path = ctx.chart(f"{h.project}-{h.bench}-headline.png")
     title = f"{h.bench} at {c['params_text']} — {c['gpu_name']}, run {c['run_id']}"
-    charts.headline_bars(run, h.meta.get("headline_baseline"), title, path)
+    rel = ctx.plot(f"{h.project}-{h.bench}-headline.png", charts.headline_bars, charts.slim(run),
+                   h.meta.get("headline_baseline"), title)
     alt = f"{h.bench}: {c['metric_unit']} of every variant at {c['params_text']}, baseline in grey, slower than it in red"
     return f"![{alt}]({R.rel_link(page, rel)})\n"
 
@@ -75,8 +75,8 @@ def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
         if x and ok.params.map(lambda p: p.get(x)).nunique() > 1:
             series = ctx.one_series(ok, x, meta.get("headline_params") or {})
             if not series.empty:
-                rel, path = ctx.chart(f"{project}-{bench}-by-{x}.png")
-                charts.variant_lines(series, x, f"{bench}: {series.iloc[0].metric_unit} against {x}", path)
+                rel = ctx.plot(f"{project}-{bench}-by-{x}.png", charts.variant_lines, charts.slim(series, x), x,
+                               f"{bench}: {series.iloc[0].metric_unit} against {x}")
                 out += [f"![{bench}: each variant's {series.iloc[0].metric_unit} against {x}]({R.rel_link(page, rel)})", ""]
     return out
 
@@ -105,13 +105,13 @@ def _roofline(ctx: RenderCtx, project: str, heads: list[S.Headline], page: str) 
                                "tflops": work["flops"] / (r["median_ms"] * 1e-3) / 1e12, "role": r["role"]})
         mem = run[run.metric_unit == "GB/s"]
         if len(mem):
-            rel, path = ctx.chart(f"{project}-{h.bench}-bandwidth.png")
-            charts.bandwidth_bars(mem, ceilings.get("copy_gbps"), gpu, f"{h.bench} at {c['params_text']}, {gpu}", path)
+            rel = ctx.plot(f"{project}-{h.bench}-bandwidth.png", charts.bandwidth_bars, charts.slim(mem),
+                           ceilings.get("copy_gbps"), gpu, f"{h.bench} at {c['params_text']}, {gpu}")
             out += [f"![{h.bench}: achieved GB/s of each variant against the measured copy bandwidth]"
                     f"({R.rel_link(page, rel)})", ""]
     if points:
-        rel, path = ctx.chart(f"{project}-roofline.png")
-        charts.roofline(pd.DataFrame(points), ceilings, gpu, f"{R.project_title(project)} — {gpu}", path)
+        rel = ctx.plot(f"{project}-roofline.png", charts.roofline, pd.DataFrame(points), ceilings, gpu,
+                       f"{R.project_title(project)} — {gpu}")
         out = [f"![Roofline: achieved TFLOP/s against arithmetic intensity, with measured and datasheet ceilings]"
                f"({R.rel_link(page, rel)})", ""] + out
     if not out:
@@ -140,8 +140,9 @@ def _progress(ctx: RenderCtx, project: str, page: str) -> list[str]:
                     v = sub.value.max() if higher else sub.value.min()
                     points.append({"created_at": g.iloc[0].created_at, "value": v, "line": f"{role}, {gpu}",
                                    "sha": (g.iloc[0].git_sha or "")[:7]})
-        rel, path = ctx.chart(f"{project}-{bench}-progress.png")
-        charts.progress(pd.DataFrame(points), rows.iloc[0].metric_unit, f"{bench} at {R.params_text(meta.get('headline_params') or {})} across runs", path)
+        title = f"{bench} at {R.params_text(meta.get('headline_params') or {})} across runs"
+        rel = ctx.plot(f"{project}-{bench}-progress.png", charts.progress, pd.DataFrame(points),
+                       rows.iloc[0].metric_unit, title)
         out += [f"![{bench}: headline metric across runs]({R.rel_link(page, rel)})", ""]
     return ["## Progress across runs", "", *out] if out else []
 

@@ -14,6 +14,10 @@ DECLARE(02)
 DECLARE(03)
 DECLARE(04)
 DECLARE(05)
+DECLARE(06)
+DECLARE(07)
+DECLARE(08)
+DECLARE(09)
 
 static std::string describe(int code) {
   if (code == 999) return "cuTensorMapEncodeTiled not found in the driver";
@@ -22,7 +26,7 @@ static std::string describe(int code) {
 }
 
 static at::Tensor run(Launcher fn, const char* name, const at::Tensor& A, const at::Tensor& B, at::Tensor C) {
-  for (const at::Tensor* t : {&A, &B, &C}) {
+  for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&A, &B, &C}) {
     TORCH_CHECK(t->is_cuda() && t->scalar_type() == at::kBFloat16 && t->dim() == 2 && t->is_contiguous(), name,
                 ": A, B, C must be contiguous 2-D bf16 CUDA tensors");
     TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, name, ": tensors must be 16-byte aligned");
@@ -45,4 +49,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   BIND(03)
   BIND(04)
   BIND(05)
+  BIND(06)
+  BIND(07)
+  BIND(08)
+  BIND(09)
 }

@@ -1,0 +1,42 @@
+"""Runs one attention call repeatedly at a bench shape, for ``ncu`` / ``nsys`` (no timing of its own).
+
+    python -m gpufolio_projects.flash_attention.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
+
+Pin a config for the profile with GPUFOLIO_FA_FWD / _BWD_DKDV / _BWD_DQ = "block_m,block_n,warps,stages";
+otherwise the tuner's pick (its JSON file) is used.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--S", type=int, default=4096)
+    ap.add_argument("--D", type=int, default=128)
+    ap.add_argument("--H", type=int, default=16)
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--bwd", action="store_true")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--dtype", default="bfloat16")
+    a = ap.parse_args()
+
+    import torch
+
+    from .attention import flash_attention
+
+    dtype = getattr(torch, a.dtype)
+    shape = (a.tokens // a.S, a.H, a.S, a.D)
+    q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=a.bwd) for _ in range(3))
+    do = torch.randn(shape, device="cuda", dtype=dtype)
+    for _ in range(a.reps):
+        out = flash_attention(q, k, v, causal=a.causal)
+        if a.bwd:
+            torch.autograd.grad(out, (q, k, v), do)
+    torch.cuda.synchronize()
+    print(f"profiled {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}")
+
+
+if __name__ == "__main__":
+    main()

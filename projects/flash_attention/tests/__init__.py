@@ -1,0 +1,1 @@
+"""CPU tests (interpreter) and GPU tests (marked gpu) for flash_attention."""

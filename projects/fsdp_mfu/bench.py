@@ -1,0 +1,180 @@
+"""Bench ``train_step``: one optimizer step (forward, backward, clip, fused AdamW) of the Llama-style model,
+per mode, at the same params; tokens/s, MFU against the datasheet peak and the run's own cuBLAS ceiling,
+predicted and measured peak memory.
+
+Variants (one registry, VARIANTS):
+  single_compile            baseline: one GPU, no process group, torch.compile per block, autocast bf16
+  single                    the same, eager
+  ddp / ddp_compile         DistributedDataParallel (1 rank here: the bucketing + all-reduce machinery)
+  fsdp2 / fsdp2_compile     fully_shard per block then root, bf16 params / fp32 reduce (1 rank: the
+                            all-gather / reduce-scatter copies, casts and hooks, without the network)
+  fsdp2_compile_ac          + full activation checkpointing (HFU reported)
+  fsdp2_compile_noreshard   reshard_after_forward=False (ZeRO-2-like: gathered params kept to backward)
+On one GPU the process group has one rank, created inside the case (world size from the environment under
+torchrun) and kept for the worker's lifetime: the harness may run the next case in the same process.
+
+Importable without torch: torch and the model are imported inside ``case``.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from gpufolio.api import TOKENS_PER_S, Bench, Case, CheckResult, Timing, Unsupported, Variant, Work
+
+HEADLINE = {"model": "llama_1b", "B": 8, "T": 2048}
+CHECK_STEPS = 3  # extra steps on the checked batch: the loss must fall over them
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    mode: str
+    compile: bool = False
+    ac: bool = False
+    reshard_after_forward: bool = True
+
+
+VARIANTS: dict[str, VariantSpec] = {
+    "single_compile": VariantSpec("single", compile=True),
+    "single": VariantSpec("single"),
+    "ddp": VariantSpec("ddp"),
+    "ddp_compile": VariantSpec("ddp", compile=True),
+    "fsdp2": VariantSpec("fsdp2"),
+    "fsdp2_compile": VariantSpec("fsdp2", compile=True),
+    "fsdp2_compile_ac": VariantSpec("fsdp2", compile=True, ac=True),
+    "fsdp2_compile_noreshard": VariantSpec("fsdp2", compile=True, reshard_after_forward=False),
+}
+
+
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def configs(mode: str) -> list[dict]:
+    ws = _world_size()
+    if mode == "dry":
+        return [{"model": "tiny", "B": 2, "T": 64, "dtype": "float32", "sdpa": "auto", "world_size": ws}]
+    headline = dict(HEADLINE, dtype="bfloat16", sdpa="auto", world_size=ws)
+    if mode == "quick":
+        return [headline]
+    return [headline,
+            dict(headline, sdpa="cudnn"),  # SDPA's cuDNN backend (GPU.md: ~2x FA2 fwd+bwd on H200)
+            dict(headline, model="llama_350m", B=16),
+            dict(headline, B=16)]
+
+
+def _fresh_process_state(device) -> None:
+    """The worker may have run other cases: drop their compiled graphs and cached blocks first."""
+    import gc
+
+    import torch
+
+    torch._dynamo.reset()
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+_CEILING: dict[str, float] = {}
+
+
+def bf16_ceiling_tflops() -> float:
+    """cuBLAS bf16 8192^3 in this process (the harness stamps its own in env.ceilings; this one sits next
+    to the MFU it divides, at the size GPU.md quotes). Measured once per worker process."""
+    if "bf16" not in _CEILING:
+        import torch
+
+        from gpufolio.timing import time_events
+
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        t = time_events(lambda: a @ b, warmup_ms=100, rep_ms=300, min_reps=10, flush_l2=False)
+        _CEILING["bf16"] = 2 * 8192**3 / (t.median_ms * 1e-3) / 1e12
+        del a, b
+        torch.cuda.empty_cache()
+    return _CEILING["bf16"]
+
+
+def case(variant: str, params: dict, device) -> Case:
+    import torch
+
+    from .configs import get_config
+    from .flops import flops_per_token, peak_flops
+    from .memory import predict
+    from .trainer import Trainer, TrainConfig
+
+    spec = VARIANTS[variant]
+    if device.type != "cuda" and spec.compile:
+        raise Unsupported("torch.compile on CPU takes minutes per variant; dry mode runs the eager paths")
+    if params["world_size"] != _world_size():
+        raise Unsupported(f"params want {params['world_size']} ranks, this process has {_world_size()}")
+    _fresh_process_state(device)
+    cfg = get_config(params["model"])
+    B, T, world = int(params["B"]), int(params["T"]), int(params["world_size"])
+    tcfg = TrainConfig(mode=spec.mode, dtype=params["dtype"], compile=spec.compile, ac=spec.ac,
+                       reshard_after_forward=spec.reshard_after_forward, sdpa_backend=params["sdpa"],
+                       lr=3e-4, seed=0)
+    trainer = Trainer(cfg, tcfg, device)
+    if spec.mode != "single":
+        device = trainer.dist.device
+
+    def make_inputs(gen) -> dict:
+        # B sequences per rank; T + 1 tokens so inputs and targets are shifted views of one draw.
+        seq = torch.randint(0, cfg.vocab_size, (B, T + 1), generator=gen, device=gen.device).to(device)
+        return {"tokens": seq[:, :-1], "targets": seq[:, 1:]}
+
+    def fn(inputs: dict):
+        return trainer.step(inputs["tokens"], inputs["targets"])
+
+    def check(inputs: dict, loss) -> CheckResult:
+        losses = [float(loss)] + [float(fn(inputs)) for _ in range(CHECK_STEPS)]
+        finite = all(math.isfinite(v) for v in losses)
+        falls = losses[-1] < losses[0]
+        return CheckResult(passed=finite and falls,
+                           reference=f"loss finite, and lower after {CHECK_STEPS} more steps on the same batch",
+                           detail={"losses": losses, "finite": finite, "falls": falls})
+
+    fpt = flops_per_token(cfg, T, activation_checkpointing=spec.ac)
+    mem = predict(cfg, B, T, mode=spec.mode, world_size=world, dtype=params["dtype"], compiled=spec.compile,
+                  ac=spec.ac, reshard_after_forward=spec.reshard_after_forward)
+    tokens = B * T * world
+
+    def extra_metrics(median_s: float) -> dict:
+        out = {"mem_pred_gib": (mem.peak / 2**30, "GiB", False)}
+        if device.type != "cuda":
+            return out
+        tok_s = tokens / median_s
+        peak = peak_flops(torch.cuda.get_device_name(device))
+        ceiling = bf16_ceiling_tflops() * 1e12
+        per_gpu = tok_s / world
+        out.update({
+            "mfu": (100 * fpt.model * per_gpu / peak, "% of 989", True),
+            "mfu_vs_cublas": (100 * fpt.model * per_gpu / ceiling, "% of cuBLAS", True),
+            "mfu_causal": (100 * fpt.model_causal * per_gpu / peak, "% of 989", True),
+            "model_tflops": (fpt.model * per_gpu / 1e12, "TFLOP/s", True),
+            "cublas_bf16_tflops": (ceiling / 1e12, "TFLOP/s", True),
+            "mem_peak_gib": (torch.cuda.max_memory_allocated(device) / 2**30, "GiB", False),
+        })
+        out["mem_pred_err"] = (100 * (out["mem_pred_gib"][0] / out["mem_peak_gib"][0] - 1), "%", False)
+        if spec.ac:
+            out["hfu"] = (100 * fpt.hardware * per_gpu / peak, "% of 989", True)
+        return out
+
+    return Case(fn=fn, make_inputs=make_inputs, work=Work(tokens=tokens, flops=fpt.model * tokens), check=check,
+                timing=Timing(method="wall", warmup_ms=0.0, rep_ms=1500.0, min_reps=10, max_reps=40, warmup_min=3),
+                extra_metrics=extra_metrics, reference_name="loss falls")
+
+
+BENCHES = [
+    Bench(
+        project="fsdp_mfu", name="train_step", metric=TOKENS_PER_S,
+        variants=[Variant("single_compile", role="baseline", label="1 GPU, torch.compile, autocast bf16")]
+        + [Variant(name, label=name.replace("_", " ")) for name in VARIANTS if name != "single_compile"],
+        configs=configs, case=case,
+        description="One optimizer step of a Llama-style decoder: tokens/s, MFU (vs 989 TFLOP/s and vs "
+                    "measured cuBLAS), predicted vs measured peak memory.",
+        headline_params=HEADLINE, x_param="B",
+    )
+]

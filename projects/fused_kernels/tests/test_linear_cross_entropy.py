@@ -1,0 +1,90 @@
+import pytest
+import torch
+import torch.nn.functional as F
+from gpufolio_projects.fused_kernels.modules import LinearCrossEntropyLoss
+from gpufolio_projects.fused_kernels.ops import linear_cross_entropy as lce
+from gpufolio_projects.fused_kernels.tests._ref import leaves
+
+# Normwise: max|out - ref| <= rtol * max|ref| (the gradients are ~1/(T*V) small, so a fixed atol means nothing).
+RTOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 1.6e-2}
+
+
+def _close(out, ref, dtype, name):
+    out, ref = out.double(), ref.double()
+    assert torch.isfinite(out).all(), f"{name}: non-finite values"
+    err, scale = (out - ref).abs().max().item(), ref.abs().max().item()
+    assert err <= RTOL[dtype] * max(scale, 1e-30), f"{name}: max err {err:.3g} > {RTOL[dtype]} * {scale:.3g}"
+
+
+def _check(T, d, V, dtype, *, device="cpu", smoothing=0.0, w_scale=0.3, ignore=(), chunk=None, grad_scale=1.0):
+    gen = torch.Generator(device=device).manual_seed(T * 7 + V)
+    x = torch.randn(T, d, generator=gen, device=device).to(dtype).requires_grad_()
+    w = (torch.randn(V, d, generator=gen, device=device) * w_scale).to(dtype).requires_grad_()
+    y = torch.randint(0, V, (T,), generator=gen, device=device)
+    y[list(ignore)] = -100
+    if chunk is None:
+        loss = lce.linear_cross_entropy(x, w, y, label_smoothing=smoothing)
+    else:  # force small chunks through the functional core, with autograd checked elsewhere
+        loss = lce.LinearCrossEntropyFunction.apply(x, w, y, -100, smoothing, chunk * V * x.element_size())
+    gx, gw = torch.autograd.grad(loss * grad_scale, (x, w))
+    x64, w64 = leaves(x, w)
+    ref = F.cross_entropy(x64 @ w64.t(), y, ignore_index=-100, label_smoothing=smoothing)
+    rx, rw = torch.autograd.grad(ref * grad_scale, (x64, w64))
+    assert loss.dtype == torch.float32
+    _close(loss, ref, dtype, "loss")
+    _close(gx, rx, dtype, "grad_x")
+    _close(gw, rw, dtype, "grad_w")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("V", [1000, 4097])
+def test_matches_torch(dtype, V):
+    _check(9, 64, V, dtype, ignore=(2,))
+
+
+@pytest.mark.parametrize("smoothing", [0.1, 0.3])
+def test_label_smoothing(smoothing):
+    _check(7, 32, 1000, torch.float32, smoothing=smoothing, ignore=(0, 6))
+
+
+def test_extreme_logits():
+    """Logits of size ~1e3: exp overflows fp32 without the running max; the loss is ~1e3, far from log V."""
+    _check(6, 32, 1000, torch.float32, w_scale=200.0)
+
+
+def test_many_chunks_and_a_ragged_last_chunk():
+    _check(37, 32, 1000, torch.float32, chunk=16, ignore=(16, 17, 36))
+
+
+def test_grad_of_scaled_loss():
+    _check(5, 32, 777, torch.float32, grad_scale=3.0)
+
+
+def test_ignored_rows_get_zero_gradient():
+    x = torch.randn(4, 16, requires_grad=True)
+    w = torch.randn(100, 16, requires_grad=True)
+    y = torch.tensor([-100, 5, -100, 7])
+    gx, = torch.autograd.grad(lce.linear_cross_entropy(x, w, y), (x,))
+    assert torch.equal(gx[0], torch.zeros(16)) and torch.equal(gx[2], torch.zeros(16))
+
+
+def test_module():
+    x, w, y = torch.randn(2, 3, 16), torch.randn(50, 16), torch.randint(0, 50, (2, 3))
+    loss = LinearCrossEntropyLoss(label_smoothing=0.1)(x, w, y)
+    torch.testing.assert_close(loss, F.cross_entropy(x.reshape(6, 16) @ w.t(), y.reshape(6), label_smoothing=0.1))
+
+
+def test_chunk_rule():
+    # Llama-3 head, bf16: 384 rows reach the ridge point of the dW update; the power of two above is 512.
+    assert lce.chunk_rows(8192, 128256, 4096, 2) == 512
+    # Liger's budget (a chunk no bigger than x): 8192 * 4096 / 128256 = 261 -> 256 rows
+    assert lce.chunk_rows(8192, 128256, 4096, 2, max_chunk_bytes=8192 * 4096 * 2) == 256
+    assert lce.chunk_rows(100, 1000, 64, 4) == 100  # never more than the tokens
+    assert lce.chunk_rows(8192, 128256, 4096, 2, max_chunk_bytes=1) == 16  # floor: one GEMM tile of rows
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_gpu_bf16_llama_head(smoothing):
+    _check(2048, 4096, 128256, torch.bfloat16, device="cuda", smoothing=smoothing, w_scale=0.02,
+           ignore=range(0, 2048, 17))

@@ -1,0 +1,247 @@
+// The persistent warp-specialised kernel behind rungs 06-09; each rung instantiates it with one more feature.
+//
+//   Features::CLUSTER_M  1, or 2: two CTAs of a cluster take vertically adjacent 128 x 256 tiles with the same
+//                        B tile; each loads half of B and TMA-multicasts it into both CTAs' smem.
+//   Features::GROUP_M    0: tiles in row-major order; G > 0: grouped raster, bands of G cluster-rows walked
+//                        column by column, so the tiles in flight share A and B panels in L2.
+//   Features::TMA_STORE  false: registers -> global bf16x2 stores; true: registers -> swizzled smem -> TMA store.
+//   Features::STAGES     depth of the TMA ring (48 KiB per stage).
+//
+// Roles (384 threads, one CTA per SM, grid = as many CTAs as fit at once):
+//   warpgroup 0  producer: setmaxnreg.dec to 40; one thread walks the tile sequence and keeps the ring full.
+//   warpgroups 1, 2  consumers: setmaxnreg.inc to 232; each owns 64 rows of the 128 x 256 tile
+//                (m64n256k16, 128 fp32 accumulators per thread), and stores its part of C.
+// The ring's stage/phase counter runs across tiles, so the producer is already loading the next tile while
+// the consumers run the epilogue of this one: that overlap is what persistence buys.
+#pragma once
+#include "common.cuh"
+#include "wgmma_ops.cuh"
+
+namespace bf16ladder::persistent {
+
+constexpr int BM = 128, BN = 256, BK = 64;
+constexpr int CONSUMERS = 2, THREADS = 128 * (1 + CONSUMERS);
+constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int C_SUB_BYTES = 64 * 64 * 2;           // one [64 rows][64 cols] swizzled C box
+constexpr int C_WG_BYTES = 4 * C_SUB_BYTES;        // a consumer's 64 x 256 slab
+
+template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_>
+struct Features {
+  static constexpr int CLUSTER_M = CLUSTER_M_, GROUP_M = GROUP_M_, STAGES = STAGES_;
+  static constexpr bool TMA_STORE = TMA_STORE_;
+  static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + (TMA_STORE ? CONSUMERS * C_WG_BYTES : 0) + 2 * STAGES * 8;
+  static_assert(SMEM <= 227 * 1024, "over the sm_90 per-block shared-memory limit");
+};
+
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA in the cluster. Not the .aligned form: the producer warp arrives here diverged
+// (lane 0 from the load loop, lanes 1-31 straight away), so callers __syncwarp() first as well.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Unit u (a cluster's worth of tiles: CLUSTER_M m-tiles x 1 n-tile) -> (unit row, tile column).
+template <int GROUP_M>
+__device__ __forceinline__ void unit_coords(int u, int units_m, int tiles_n, int& um, int& tn) {
+  if constexpr (GROUP_M == 0) {
+    um = u / tiles_n;
+    tn = u % tiles_n;
+  } else {
+    const int per_band = GROUP_M * tiles_n;
+    const int band = u / per_band;
+    const int first = band * GROUP_M;
+    const int height = min(GROUP_M, units_m - first);  // the last band may be shorter
+    const int r = u - band * per_band;
+    um = first + r % height;
+    tn = r / height;
+  }
+}
+
+template <class F>
+__global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUtensorMap tA,
+                                                     const __grid_constant__ CUtensorMap tB,
+                                                     const __grid_constant__ CUtensorMap tC, bf16* __restrict__ C,
+                                                     int M, int N, int K) {
+  constexpr int CM = F::CLUSTER_M, STAGES = F::STAGES;
+  extern __shared__ uint8_t raw[];
+  uint8_t* stages = align1024(raw);
+  uint8_t* sC = stages + STAGES * STAGE_BYTES;  // only with TMA_STORE
+  uint64_t* full = reinterpret_cast<uint64_t*>(sC + (F::TMA_STORE ? CONSUMERS * C_WG_BYTES : 0));
+  uint64_t* empty = full + STAGES;
+
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+  const uint32_t rank = CM > 1 ? cluster_rank() : 0;
+  const int num_k = ceil_div(K, BK);
+  const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, BN);
+  const int units_m = ceil_div(tiles_m, CM), num_units = units_m * tiles_n;
+  const int cluster_id = blockIdx.x / CM, num_clusters = gridDim.x / CM;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], CONSUMERS * 4 * CM);  // every consumer warp of every CTA that reads this stage's B
+    }
+    fence_barrier_init();
+  }
+  if constexpr (CM > 1) cluster_sync(); else __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int it = 0;
+      for (int u = cluster_id; u < num_units; u += num_clusters) {
+        int um, tn;
+        unit_coords<F::GROUP_M>(u, units_m, tiles_n, um, tn);
+        const int m0 = (um * CM + (int)rank) * BM, n0 = tn * BN;
+        for (int kt = 0; kt < num_k; ++kt, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+          uint8_t* st = stages + s * STAGE_BYTES;
+          mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // own A + all of B (own half + the peer's half)
+          tma_load_2d(st, &tA, &full[s], kt * BK, m0);
+          if constexpr (CM == 1) {
+            tma_load_2d(st + A_BYTES, &tB, &full[s], kt * BK, n0);
+          } else {
+            constexpr int ROWS = BN / CM;  // this CTA's share of the B tile, sent to every CTA of the cluster
+            tma_load_2d_multicast(st + A_BYTES + rank * ROWS * 128, &tB, &full[s], kt * BK, n0 + rank * ROWS,
+                                  (uint16_t)((1u << CM) - 1));
+          }
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1;
+    const int lane = tid % 32;
+    float d[128];
+    int it = 0;
+    // Release stage s: this warp's wgmma reads of it are complete, in this CTA and (multicast) for the peers.
+    auto release = [&](int s) {
+      if (lane == 0) {
+        if constexpr (CM == 1) mbar_arrive(&empty[s]);
+        else
+#pragma unroll
+          for (int r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[s], r);
+      }
+    };
+    for (int u = cluster_id; u < num_units; u += num_clusters) {
+      int um, tn;
+      unit_coords<F::GROUP_M>(u, units_m, tiles_n, um, tn);
+      const int m0 = (um * CM + (int)rank) * BM, n0 = tn * BN;
+      for (int kt = 0; kt < num_k; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        __syncwarp();
+        uint8_t* sA = stages + s * STAGE_BYTES + cw * (64 * 128);
+        uint8_t* sB = stages + s * STAGE_BYTES + A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < BK / 16; ++k)
+          wgmma_m64n256k16(d, wgmma_desc(sA + k * 32), wgmma_desc(sB + k * 32), (kt > 0 || k > 0) ? 1 : 0);
+        wgmma_commit();
+        wgmma_wait<1>();  // the previous batch is done: release its stage while this one runs
+        if (kt > 0) release((it - 1) % STAGES);
+      }
+      wgmma_wait<0>();
+      release((it - 1) % STAGES);
+
+      const int row0 = m0 + 64 * cw;
+      if constexpr (!F::TMA_STORE) {
+        store_acc_rowmajor<256>(d, C, M, N, row0, n0, tid);
+      } else {
+        uint8_t* mine = sC + cw * C_WG_BYTES;
+        if (tid == 0) tma_store_wait_read0();  // the previous tile's store has finished reading `mine`
+        named_barrier_sync(1 + cw, 128);
+        const int warp = tid / 32, q = lane % 4;
+        const int r = warp * 16 + lane / 4;
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {  // column group j: columns 8j .. 8j+7 -> box j/8, 16-byte chunk j%8
+          uint8_t* box = mine + (j / 8) * C_SUB_BYTES;
+          *reinterpret_cast<__nv_bfloat162*>(box + swz128(r, j % 8) + 4 * q) =
+              __floats2bfloat162_rn(d[4 * j], d[4 * j + 1]);
+          *reinterpret_cast<__nv_bfloat162*>(box + swz128(r + 8, j % 8) + 4 * q) =
+              __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
+        }
+        fence_proxy_async();  // make these generic-proxy writes visible to the TMA engine
+        named_barrier_sync(1 + cw, 128);
+        if (tid == 0) {
+#pragma unroll
+          for (int b = 0; b < 4; ++b) tma_store_2d(&tC, mine + b * C_SUB_BYTES, n0 + 64 * b, row0);
+          tma_store_commit();
+        }
+      }
+    }
+    if constexpr (F::TMA_STORE) {
+      if (tid == 0) tma_store_wait0();
+    }
+  }
+  // No CTA may exit while a peer can still multicast into its smem or arrive on its barriers.
+  if constexpr (CM > 1) {
+    __syncwarp();
+    cluster_sync();
+  }
+}
+
+// Host side: tensor maps, grid size (as many CTAs - or clusters - as are co-resident), cluster launch.
+template <class F>
+int launch(const void* A, const void* B, void* C, int M, int N, int K, void* stream) {
+  constexpr int CM = F::CLUSTER_M;
+  CUtensorMap tA, tB, tC;
+  int e = make_tmap_2d(&tA, A, M, K, BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!e) e = make_tmap_2d(&tB, B, N, K, BN / CM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!e) e = F::TMA_STORE ? make_tmap_2d(&tC, C, M, N, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) : 0;
+  if (!F::TMA_STORE) tC = tA;  // unused: any valid map
+  if (e) return e;
+
+  auto* k = kernel<F>;
+  static int max_ctas = 0;  // per instantiation
+  if (!max_ctas) {
+    int err = set_smem_limit(k, F::SMEM);
+    if (err) return err;
+    if (CM == 1) {
+      max_ctas = num_sms();
+    } else {
+      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = CM;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.gridDim = dim3(num_sms());
+      cfg.blockDim = dim3(THREADS);
+      cfg.dynamicSmemBytes = F::SMEM;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      err = (int)cudaOccupancyMaxActiveClusters(&clusters, k, &cfg);
+      if (err) return err;
+      max_ctas = clusters * CM;
+    }
+    if (max_ctas < CM) return (int)cudaErrorLaunchOutOfResources;
+  }
+  const int units = ceil_div(ceil_div(M, BM), CM) * ceil_div(N, BN);
+  const int grid = min(max_ctas / CM, units) * CM;
+
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CM;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(THREADS);
+  cfg.dynamicSmemBytes = F::SMEM;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = CM > 1 ? 1 : 0;  // rungs 06-07 launch as plain grids
+  return (int)cudaLaunchKernelEx(&cfg, k, tA, tB, tC, static_cast<bf16*>(C), M, N, K);
+}
+
+}  // namespace bf16ladder::persistent

@@ -1,0 +1,58 @@
+"""One GEMM call inside an NVTX range named "profile", for ncu (gpu.sh) and compute-sanitizer.
+
+    python -m gpufolio_projects.gemm_ladder.bf16.profile 09_tma_store_epilogue 8192 8192 8192
+    python -m gpufolio_projects.gemm_ladder.bf16.profile cublas 8192 8192 8192
+
+Warm-up calls run first (clocks ramp, the extension loads, cuBLAS picks its kernel), so profiling with
+`ncu --nvtx --nvtx-include profile/ -c 1` sees exactly the one steady-state kernel. With --check it also
+compares the output to the fp32 reference and exits 1 on a mismatch (for compute-sanitizer runs).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from . import bench, ops
+
+    p = argparse.ArgumentParser()
+    p.add_argument("variant")
+    p.add_argument("M", type=int)
+    p.add_argument("N", type=int)
+    p.add_argument("K", type=int)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--check", action="store_true")
+    a = p.parse_args(argv)
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    A = torch.randn(a.M, a.K, device="cuda", generator=gen).to(torch.bfloat16)
+    B = torch.randn(a.N, a.K, device="cuda", generator=gen).to(torch.bfloat16)
+    C = torch.empty(a.M, a.N, device="cuda", dtype=torch.bfloat16)
+    if a.variant == "cublas":
+        def call():
+            torch.matmul(A, B.t(), out=C)
+    else:
+        def call():
+            ops.gemm(a.variant, A, B, out=C)
+    for _ in range(a.warmup):
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("profile")
+    call()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    if a.check:
+        ref = bench._reference({"A": A, "B": B})
+        tol = bench.tolerance_for_k(a.K)
+        ratio = ((C.float() - ref).abs() / (tol.atol + tol.rtol * ref.abs())).nan_to_num(float("inf"))
+        worst = ratio.max().item()
+        print(f"{a.variant} {a.M}x{a.N}x{a.K}: max err/bound {worst:.3g}, bad elements {(ratio > 1).sum().item()}")
+        return 0 if worst <= 1 else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+// The tile sizes rungs 09-11 were chosen from (not rungs). Each family's configs live in their own .cu file
+// (sweep_double_buffer.cu, sweep_cp_async.cu) so the cold build compiles them in parallel; sweep.py times all
+// of them at 4096^3 on the H200, and the fastest of each family becomes the rung (evidence/sweep_*.txt).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace sgemm {
+using SweepLauncher = void (*)(int, int, int, const float*, const float*, float*, cudaStream_t);
+struct SweepEntry {
+  const char* name;  // family BMxBNxBK [warp WMxWN] tTMxTN [stages] threads/min-blocks-per-SM
+  SweepLauncher launch;
+};
+}  // namespace sgemm
+
+// Each family file defines one of these: its entries and their count.
+const sgemm::SweepEntry* sgemm_sweep_double_buffer(int* count);
+const sgemm::SweepEntry* sgemm_sweep_cp_async(int* count);

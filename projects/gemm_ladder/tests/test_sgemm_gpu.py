@@ -1,0 +1,90 @@
+"""Every SGEMM rung against fp64 at awkward shapes, and refusals where it does not claim support (GPU)."""
+from __future__ import annotations
+
+import pytest
+from gpufolio.api import Unsupported
+from gpufolio_projects.gemm_ladder.sgemm import bench, registry
+
+pytestmark = pytest.mark.gpu
+
+# Ragged in every dimension, a single row (decode-like), ragged with N, K not multiples of 4, small exact tiles,
+# K smaller than one K-tile, and a small grid that rung 12 splits 7 ways over a ragged K.
+SHAPES = [(4000, 3000, 1000), (1, 4096, 4096), (4097, 4095, 33), (128, 128, 128), (130, 260, 4), (257, 132, 20),
+          (200, 520, 1000)]
+
+
+@pytest.fixture(scope="module")
+def ext():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    return registry.load()
+
+
+def _inputs(M, N, K, seed=0):
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    A = torch.randn(M, K, device="cuda", generator=gen)
+    B = torch.randn(K, N, device="cuda", generator=gen)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    return A, B, C
+
+
+def _assert_close(C, A, B):
+    ref = A.double() @ B.double()
+    tol = bench.tolerance_for_k(A.shape[1])
+    err = (C.double() - ref).abs()
+    bound = tol.atol + tol.rtol * ref.abs()
+    assert not C.isnan().any(), "unwritten outputs"
+    worst = (err / bound).max().item()
+    assert worst <= 1.0, f"max error is {worst:.2f}x the tolerance"
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("rung", registry.RUNGS, ids=lambda r: r.name)
+def test_rung_matches_fp64_or_refuses(ext, rung, shape):
+    import torch
+
+    A, B, C = _inputs(*shape)
+    launch = getattr(ext, rung.binding)
+    try:
+        rung.check_shape(*shape)
+    except Unsupported:
+        with pytest.raises(RuntimeError, match="multiples of 4"):
+            launch(A, B, C)
+        assert C.isnan().all(), "a refused call must not launch"
+        return
+    launch(A, B, C)
+    torch.cuda.synchronize()
+    _assert_close(C, A, B)
+
+
+@pytest.mark.parametrize("shape", [(4000, 3000, 1000), (257, 132, 20)], ids=lambda s: "x".join(map(str, s)))
+def test_every_sweep_config_is_correct(ext, shape):
+    import torch
+
+    A, B, _ = _inputs(*shape, seed=1)
+    for i in range(ext.sweep_size()):
+        C = torch.full((shape[0], shape[1]), float("nan"), device="cuda")
+        ext.sweep(i, A, B, C)
+        torch.cuda.synchronize()
+        _assert_close(C, A, B)
+
+
+def test_split_k_choice_matches_registry(ext):
+    for shape in [(1, 4096, 4096), (200, 520, 1000), (4096, 4096, 4096), (128, 4096, 4096)]:
+        assert ext.splits12(*shape, 132) == registry.split_k_splits(*shape)
+
+
+def test_bad_operands_are_refused(ext):
+    import torch
+
+    A, B, C = _inputs(64, 64, 64)
+    with pytest.raises(RuntimeError, match="compose"):
+        ext.rung10(A, B[:32].contiguous(), C)
+    with pytest.raises(RuntimeError, match="contiguous"):
+        ext.rung03(A.t(), B, C)
+    with pytest.raises(RuntimeError, match="float32"):
+        ext.rung01(A.double(), B, C)
+    torch.cuda.synchronize()

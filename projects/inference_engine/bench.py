@@ -1,0 +1,396 @@
+"""inference_engine benches: batch-1 decode against the HBM roofline, offline throughput, online serving —
+our engine against Hugging Face ``generate`` on the same weights, in the same run.
+
+    python -m gpufolio bench --project inference_engine [--quick | --dry-run] [--bench decode_b1]
+
+The model is Llama-3.2-1B-shaped with random weights, written once per process as a Hugging Face checkpoint
+directory that both engines load. Importable without torch: torch and the engine load when a case is built.
+"""
+from __future__ import annotations
+
+import random
+
+from gpufolio.api import TOKENS_PER_S, Bench, Case, CheckResult, Timing, Unsupported, Variant, Work
+
+PROJECT = "inference_engine"
+HBM_FIGURE_GBPS = 4300.0  # the H200 HBM figure the issue's roofline uses (datasheet 4.8 TB/s; copies reach ~4.2)
+
+# model name -> ModelConfig fields. "tiny" is the dry-run (CPU, fp32) stand-in.
+MODELS = {
+    "llama3.2-1b": dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                        num_attention_heads=32, num_key_value_heads=8, rms_norm_eps=1e-5, rope_theta=500000.0,
+                        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+                        max_position_embeddings=131072, tie_word_embeddings=True),
+    "tiny": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=10000.0, max_position_embeddings=2048,
+                 tie_word_embeddings=True),
+}
+WEIGHT_STD = {"llama3.2-1b": 0.02, "tiny": 0.3}  # the tiny model needs larger weights to not repeat one token
+
+VARIANTS = [Variant("engine", "candidate", "our engine (paged KV, continuous batching, CUDA graphs)"),
+            Variant("hf_generate", "baseline", "Hugging Face transformers generate")]
+
+# One engine, one HF model and one checkpoint per worker process: loading a 2.5 GB model per job would cost
+# more than the jobs. Benchmarks reset the engine's prefix cache before every call (no self-hits).
+_CACHE: dict = {}
+
+
+# ---- shared setup -------------------------------------------------------------------------------------------
+def _torch():
+    import torch
+
+    return torch
+
+
+def _model_config(params: dict):
+    from .config import ModelConfig
+
+    return ModelConfig(**MODELS[params["model"]])
+
+
+def _checkpoint(params: dict, device) -> str:
+    """A random-weight HF checkpoint directory for params["model"] in params["dtype"] (made once per process)."""
+    key = ("ckpt", params["model"], params["dtype"])
+    if key not in _CACHE:
+        import tempfile
+
+        torch = _torch()
+        from .model import LlamaForCausalLM, random_init_, save_hf_checkpoint
+
+        cfg = _model_config(params)
+        with torch.device("meta"):
+            model = LlamaForCausalLM(cfg, 16)
+        model.to_empty(device=device)
+        model.tie_weights()
+        random_init_(model, seed=1234, std=WEIGHT_STD[params["model"]])
+        model.to(getattr(torch, params["dtype"]))
+        path = tempfile.mkdtemp(prefix=f"ie_{params['model']}_")
+        save_hf_checkpoint(model, path)
+        del model
+        _CACHE[key] = path
+    return _CACHE[key]
+
+
+def _engine(params: dict, device):
+    key = ("engine", params["model"], params["dtype"], device.type)
+    if key not in _CACHE:
+        from .config import CacheConfig, SchedulerConfig
+        from .llm_engine import LLM
+
+        for k in [k for k in _CACHE if k[0] == "engine"]:
+            del _CACHE[k]
+        cuda = device.type == "cuda"
+        _CACHE[key] = LLM(
+            _checkpoint(params, device), device=device.type, dtype=params["dtype"], max_model_len=2304,
+            cuda_graphs=cuda,
+            cache=CacheConfig(block_size=16, gpu_memory_utilization=0.45, num_blocks=None if cuda else 2048),
+            scheduler=SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=16384, num_decode_steps=8))
+    return _CACHE[key]
+
+
+def _hf(params: dict, device):
+    key = ("hf", params["model"], params["dtype"], device.type)
+    if key not in _CACHE:
+        torch = _torch()
+        from transformers import LlamaForCausalLM
+
+        _CACHE[key] = LlamaForCausalLM.from_pretrained(
+            _checkpoint(params, device), dtype=getattr(torch, params["dtype"])).to(device).eval()
+    return _CACHE[key]
+
+
+def _greedy(max_tokens: int):
+    from .sampling_params import SamplingParams
+
+    return SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+
+
+def _random_prompts(gen, lengths: list[int], vocab: int, device) -> list[list[int]]:
+    torch = _torch()
+    return [torch.randint(0, vocab, (n,), generator=gen, device=device).tolist() for n in lengths]
+
+
+def _hf_generate(model, prompts: list[list[int]], new_tokens: int, device) -> list[list[int]]:
+    """One static batch: left-padded to the longest prompt, every row generating ``new_tokens``."""
+    torch = _torch()
+    width = max(map(len, prompts))
+    ids = torch.zeros(len(prompts), width, dtype=torch.long)
+    mask = torch.zeros(len(prompts), width, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p):] = torch.tensor(p)
+        mask[i, width - len(p):] = 1
+    with torch.inference_mode():
+        out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=new_tokens,
+                             min_new_tokens=new_tokens, do_sample=False, pad_token_id=0, eos_token_id=None)
+    return out[:, width:].tolist()
+
+
+# ---- the correctness check (no elementwise reference for generated text) -----------------------------------
+def _check_against_hf(params: dict, device, prompts: list[list[int]], outs: list[list[int]],
+                      lengths: list[int]) -> CheckResult:
+    """Every request got exactly its length; then, on up to two prompts, greedy tokens against HF.
+
+    fp32 (CPU dry runs): token-identical to HF ``generate``. bf16: near-ties in the logits make exact
+    agreement fragile (two engines sum in different orders), so the criterion is teacher-forced: HF reads
+    the prompt plus our tokens in one forward, and each token we picked must be within ``tol`` of HF's
+    largest logit at that position, tol = max|logit| / 16 (16 bf16 ulps at that scale; a wrong token under a
+    random-init model is typically several logit standard deviations away). The exact-match prefix is reported.
+    """
+    torch = _torch()
+    bad = [i for i, (o, n) in enumerate(zip(outs, lengths)) if len(o) != n]
+    if bad:
+        return CheckResult(False, "lengths", {"wrong_lengths": bad[:10]})
+    hf = _hf(params, device)
+    picks = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))[:2]
+    detail: dict = {"requests_checked": len(picks)}
+    passed = True
+    for i in picks:
+        p, o = prompts[i], outs[i]
+        if params["dtype"] == "float32":
+            ref = _hf_generate(hf, [p], len(o), device)[0]
+            same = next((j for j, (a, b) in enumerate(zip(o, ref)) if a != b), len(o))
+            detail[f"req{i}_exact_prefix"] = same
+            passed &= same == len(o)
+            continue
+        with torch.inference_mode():
+            logits = hf(torch.tensor([p + o[:-1]], device=device)).logits[0, len(p) - 1:].float()
+        top, mine = logits.max(-1).values, logits.gather(-1, torch.tensor(o, device=device)[:, None])[:, 0]
+        gap = (top - mine)
+        tol = float(logits.abs().max()) / 16
+        exact = (logits.argmax(-1) == torch.tensor(o, device=device)).tolist()
+        detail[f"req{i}_exact_prefix"] = exact.index(False) if False in exact else len(o)
+        detail[f"req{i}_argmax_agree"] = sum(exact) / len(o)
+        detail[f"req{i}_max_gap"] = float(gap.max())
+        detail["tol"] = tol
+        passed &= bool(gap.max() <= tol)
+    ref = "HF generate, token-identical" if params["dtype"] == "float32" else "HF teacher-forced logits, near-argmax"
+    return CheckResult(passed, ref, detail)
+
+
+def _timing(variant: str) -> Timing:
+    # HF generate at batch 1 runs ~15 tok/s: one timed rep (plus the harness's two checks and warm-up).
+    return Timing(method="wall", warmup_ms=0.0, rep_ms=0.0 if variant == "hf_generate" else 500.0,
+                  warmup_min=1, min_reps=1 if variant == "hf_generate" else 3, max_reps=20)
+
+
+def _gpu_guard(params: dict, device) -> None:
+    if params["model"] != "tiny" and device.type != "cuda":
+        raise Unsupported("the 1B model runs on the GPU only")
+
+
+def _copy_gbps(device) -> float:
+    """Device-to-device copy of 256 MiB (bytes read + written), median of CUDA-event reps: the same
+    measurement as the run stamp's ``env.ceilings.copy_gbps``, repeated here so a case can use it."""
+    key = ("copy_gbps", device.type)
+    if key not in _CACHE:
+        torch = _torch()
+        src = torch.randn(64 * 2**20, device=device)
+        dst = torch.empty_like(src)
+        times = []
+        for i in range(25):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            dst.copy_(src)
+            b.record()
+            torch.cuda.synchronize()
+            if i >= 5:
+                times.append(a.elapsed_time(b))
+        times.sort()
+        _CACHE[key] = 2 * src.numel() * 4 / (times[len(times) // 2] * 1e-3) / 1e9
+    return _CACHE[key]
+
+
+# ---- decode_b1 --------------------------------------------------------------------------------------------
+def _decode_b1_configs(mode: str) -> list[dict]:
+    if mode == "dry":
+        return [dict(model="tiny", dtype="float32", prompt_len=16, new_tokens=8)]
+    new = 64 if mode == "quick" else 256
+    return [dict(model="llama3.2-1b", dtype="bfloat16", prompt_len=32 if mode == "quick" else 128, new_tokens=new)]
+
+
+def _decode_b1_case(variant: str, params: dict, device) -> Case:
+    _gpu_guard(params, device)
+    cfg = _model_config(params)
+    P, N = params["prompt_len"], params["new_tokens"]
+    if variant == "engine":
+        eng = _engine(params, device)
+
+        def fn(inputs):
+            eng.block_manager.reset_prefix_cache()
+            return eng.generate([inputs["prompt"]], _greedy(N))
+
+        def check(inputs, outs):
+            return _check_against_hf(params, device, [inputs["prompt"]], outs, [N])
+    else:
+        hf = _hf(params, device)
+
+        def fn(inputs):
+            return _hf_generate(hf, [inputs["prompt"]], N, device)
+
+        def check(inputs, outs):
+            return CheckResult(len(outs[0]) == N, "lengths only (the baseline is the reference)")
+
+    elem = 2 if params["dtype"] in ("bfloat16", "float16") else 4
+    # I/O per generated token: every weight once (the tied embedding is read as the LM head) + the K/V of the
+    # context so far, all layers; the average context over the run is P + (N + 1) / 2.
+    weight_bytes = cfg.num_params() * elem
+    kv_bytes = (P + (N + 1) / 2) * cfg.kv_bytes_per_token(elem)
+    bytes_per_token = weight_bytes + kv_bytes
+    copy = _copy_gbps(device) if device.type == "cuda" else None
+
+    def extra(median_s: float) -> dict:
+        gbps = N * bytes_per_token / median_s / 1e9
+        out = {"hbm_gbps": (gbps, "GB/s", True),
+               "roofline_pct_4p3": (100 * gbps / HBM_FIGURE_GBPS, "% of 4.3 TB/s", True),
+               "roofline_tok_s_4p3": (HBM_FIGURE_GBPS * 1e9 / bytes_per_token, "tok/s", True),
+               "bytes_per_token": (bytes_per_token / 1e9, "GB", False)}
+        if copy is not None:
+            out["roofline_pct_copy"] = (100 * gbps / copy, "% of measured copy BW", True)
+            out["copy_gbps_case"] = (copy, "GB/s", True)
+        return out
+
+    return Case(fn=fn, make_inputs=lambda gen: {"prompt": _random_prompts(gen, [P], cfg.vocab_size, device)[0]},
+                work=Work(tokens=N, bytes=N * bytes_per_token), check=check, timing=_timing(variant),
+                extra_metrics=extra)
+
+
+# ---- offline_throughput -------------------------------------------------------------------------------------
+def _workload(params: dict) -> tuple[list[int], list[int]]:
+    """Input and output lengths drawn uniformly from [min_len, max_len] with the config's seed; outputs capped."""
+    rng = random.Random(params["seed"])
+    n, lo, hi = params["num_requests"], params["min_len"], params["max_len"]
+    ins = [rng.randint(lo, hi) for _ in range(n)]
+    outs = [min(rng.randint(lo, hi), params["output_cap"]) for _ in range(n)]
+    return ins, outs
+
+
+def _offline_configs(mode: str) -> list[dict]:
+    if mode == "dry":
+        return [dict(model="tiny", dtype="float32", num_requests=8, min_len=4, max_len=24, output_cap=8,
+                     hf_requests=4, hf_batch=4, seed=0)]
+    # HF generate costs ~66 ms per step at any batch size here: it runs one static batch of 64 (the middle
+    # of the length-sorted list) and the outputs are capped for both engines alike.
+    cap = 64 if mode == "quick" else 256
+    return [dict(model="llama3.2-1b", dtype="bfloat16", num_requests=256, min_len=100, max_len=1024,
+                 output_cap=cap, hf_requests=64, hf_batch=64, seed=0)]
+
+
+def _hf_subset(in_lens: list[int], k: int) -> list[int]:
+    order = sorted(range(len(in_lens)), key=lambda i: in_lens[i])
+    start = (len(order) - k) // 2
+    return order[start:start + k]
+
+
+def _offline_case(variant: str, params: dict, device) -> Case:
+    _gpu_guard(params, device)
+    cfg = _model_config(params)
+    in_lens, out_lens = _workload(params)
+    if variant == "engine":
+        eng = _engine(params, device)
+        sps = [_greedy(n) for n in out_lens]
+
+        def fn(inputs):
+            eng.block_manager.reset_prefix_cache()
+            return eng.generate(inputs["prompts"], sps)
+
+        def check(inputs, outs):
+            return _check_against_hf(params, device, inputs["prompts"], outs, out_lens)
+        tokens = sum(out_lens)
+    else:
+        hf = _hf(params, device)
+        subset = _hf_subset(in_lens, params["hf_requests"])
+        B = params["hf_batch"]
+
+        def fn(inputs):
+            outs = []
+            for s in range(0, len(subset), B):
+                idx = subset[s:s + B]
+                gen = _hf_generate(hf, [inputs["prompts"][i] for i in idx], max(out_lens[i] for i in idx), device)
+                outs += [g[:out_lens[i]] for g, i in zip(gen, idx)]  # static batching: the rest is waste
+            return outs
+
+        def check(inputs, outs):
+            ok = [len(o) for o in outs] == [out_lens[i] for i in subset]
+            return CheckResult(ok, "lengths only (the baseline is the reference)")
+        tokens = sum(out_lens[i] for i in subset)
+
+    def make_inputs(gen):
+        return {"prompts": _random_prompts(gen, in_lens, cfg.vocab_size, device)}
+
+    def extra(median_s: float) -> dict:
+        if variant != "engine":
+            return {}
+        return {"preemptions": (float(eng.scheduler.num_preemptions), "count", False),
+                "kv_pool_blocks": (float(eng.block_manager.num_blocks), "blocks", True)}
+
+    return Case(fn=fn, make_inputs=make_inputs, work=Work(tokens=tokens), check=check, timing=_timing(variant),
+                extra_metrics=extra)
+
+
+# ---- online -----------------------------------------------------------------------------------------------------
+def _online_configs(mode: str) -> list[dict]:
+    base = dict(model="llama3.2-1b", dtype="bfloat16", min_len=100, max_len=1024, seed=0)
+    if mode == "dry":
+        return [dict(base, model="tiny", dtype="float32", num_requests=6, min_len=4, max_len=24, output_cap=8,
+                     rate=50.0)]
+    if mode == "quick":
+        return [dict(base, num_requests=32, output_cap=64, rate=r) for r in (8.0, 32.0, 128.0)]
+    return [dict(base, num_requests=128, output_cap=128, rate=r) for r in (4.0, 8.0, 16.0, 32.0, 64.0, 128.0)]
+
+
+def _online_case(variant: str, params: dict, device) -> Case:
+    _gpu_guard(params, device)
+    if variant != "engine":
+        raise Unsupported("HF generate has no serving loop: a static batch cannot admit requests mid-generation")
+    import numpy as np
+
+    from .llm_engine import run_online
+
+    cfg = _model_config(params)
+    in_lens, out_lens = _workload(params)
+    rng = random.Random(params["seed"] + 1)
+    t, arrivals = 0.0, []
+    for _ in in_lens:  # Poisson arrivals: exponential gaps at `rate` requests per second
+        t += rng.expovariate(params["rate"])
+        arrivals.append(t)
+    eng = _engine(params, device)
+    sps = [_greedy(n) for n in out_lens]
+    calls: list[list[dict]] = []
+
+    def fn(inputs):
+        eng.block_manager.reset_prefix_cache()
+        stats = run_online(eng, inputs["prompts"], sps, arrivals)
+        calls.append(stats)
+        return [s["token_ids"] for s in stats]
+
+    def check(inputs, outs):
+        return _check_against_hf(params, device, inputs["prompts"], outs, out_lens)
+
+    def extra(median_s: float) -> dict:
+        stats = [s for c in calls[1:] for s in c]  # the first call (the check before timing) warms up
+        ttft = np.array([s["ttft"] for s in stats]) * 1e3
+        tpot = np.array([s["tpot"] for s in stats]) * 1e3
+        return {"ttft_p50": (float(np.percentile(ttft, 50)), "ms", False),
+                "ttft_p99": (float(np.percentile(ttft, 99)), "ms", False),
+                "tpot_p50": (float(np.percentile(tpot, 50)), "ms", False),
+                "tpot_p99": (float(np.percentile(tpot, 99)), "ms", False),
+                "offered_rate": (params["rate"], "req/s", True)}
+
+    return Case(fn=fn, make_inputs=lambda gen: {"prompts": _random_prompts(gen, in_lens, cfg.vocab_size, device)},
+                work=Work(tokens=sum(out_lens)), check=check, timing=_timing(variant), extra_metrics=extra)
+
+
+BENCHES = [
+    Bench(PROJECT, "decode_b1", TOKENS_PER_S, VARIANTS, _decode_b1_configs, _decode_b1_case,
+          description="Batch-1 greedy decode of a Llama-3.2-1B-shaped bf16 model: tokens/s and % of the HBM "
+                      "roofline (weights + K/V read per token).",
+          headline_params={"model": "llama3.2-1b"}, x_param="new_tokens"),
+    Bench(PROJECT, "offline_throughput", TOKENS_PER_S, VARIANTS, _offline_configs, _offline_case,
+          description="256 requests, input and output lengths uniform in 100-1024 (outputs capped), all "
+                      "submitted at once: output tokens/s.",
+          headline_params={"model": "llama3.2-1b"}, x_param="output_cap"),
+    Bench(PROJECT, "online", TOKENS_PER_S, VARIANTS, _online_configs, _online_case,
+          description="Poisson arrivals at several rates: output tokens/s with TTFT and TPOT p50/p99.",
+          headline_params={"model": "llama3.2-1b"}, x_param="rate"),
+]

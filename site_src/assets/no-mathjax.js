@@ -1,0 +1,1 @@
+// Intentionally empty: stands in for MathJax, which nbconvert would otherwise load from a CDN.
