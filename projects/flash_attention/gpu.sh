@@ -8,7 +8,7 @@ set -u
 : "${OUTDIR:?set OUTDIR}"
 MODE=${FA_MODE:-quick}
 BENCH_TIMEOUT=${FA_BENCH_TIMEOUT:-80}
-TEST_TIMEOUT=${FA_TEST_TIMEOUT:-30}
+TEST_TIMEOUT=${FA_TEST_TIMEOUT:-26}
 NCU=${FA_NCU:-0}
 TEST_K=${FA_TEST_K-not every_config}                  # round 1: skip the per-config sweep (compile time)
 export GPUFOLIO_FA_NO_FLEX=${FA_NO_FLEX-1}            # round 1: no time for FlexAttention's compiles

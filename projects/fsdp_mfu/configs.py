@@ -69,8 +69,8 @@ CONFIGS: dict[str, ModelConfig] = {c.name: c for c in (
     ModelConfig("llama_350m", dim=1024, n_layers=24, n_heads=16, n_kv_heads=8, ffn_dim=2816, vocab_size=32000),
     # ~1B: the headline (B=8, T=2048). Multi-head (kv = heads) so every SDPA backend, cuDNN included, takes it.
     ModelConfig("llama_1b", dim=2048, n_layers=16, n_heads=16, n_kv_heads=16, ffn_dim=5632, vocab_size=32000),
-    # Llama-3-8B shape: 16 bytes/param of training state alone (~128 GB) does not fit one 141 GB H200 with
-    # activations; it needs FSDP over >= 2 GPUs (8 recommended).
+    # Llama-3-8B shape: 16 bytes/param of training state alone is ~128 GB of a 141 GB H200, leaving no room for
+    # a useful batch's activations: it trains sharded (FSDP2 over 8 GPUs: ~16 GB of state per rank).
     ModelConfig("llama_8b", dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, ffn_dim=14336, vocab_size=128256,
                 max_seq_len=8192, rope_theta=500000.0),
 )}

@@ -11,8 +11,9 @@ Excluded: the embedding lookup (a gather, no multiply-add; its weight is not in 
 SiLU·mul, softmax, residual adds, cross-entropy and the optimizer — elementwise work that is memory-bound and
 a rounding error next to the matmuls.
 
-HFU (hardware FLOPs) adds what activation checkpointing recomputes: one more forward of every block,
-2 · N_blocks_matmul + 4 · L · H · D · T per token (the output head is not recomputed).
+HFU (hardware FLOPs) adds what activation checkpointing recomputes: one more forward of every block except
+its last matmul (w2's output is not needed by backward, and checkpoint's early stop / the compiler's partitioner
+skip it), 2 · (N_block_matmul - dim·ffn) · L + 4 · L · H · D · T per token; the output head is not recomputed.
 """
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def flops_per_token(cfg: ModelConfig, seq_len: int, activation_checkpointing: bo
     attention = 12.0 * L * H * D * T
     recompute = 0.0
     if activation_checkpointing:
-        recompute = 2.0 * cfg.n_layers * (cfg.attn_params() + cfg.mlp_params()) + 4.0 * L * H * D * T
+        recomputed_params = cfg.attn_params() + cfg.mlp_params() - cfg.dim * cfg.ffn_dim  # all but w2
+        recompute = 2.0 * L * recomputed_params + 4.0 * L * H * D * T
     return FlopsPerToken(dense, attention, 12.0 * L * H * D * (T + 1) / 2, recompute)
 
 

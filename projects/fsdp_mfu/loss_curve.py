@@ -1,4 +1,5 @@
-"""The loss curve on real text: llama_125m (byte-level) on Python's standard library source, one GPU.
+"""The loss curve on real text: llama_125m (byte-level) on Python's standard library source, one GPU, through the
+same FSDP2 code path as the headline (a 1-rank process group).
 
     python -m gpufolio_projects.fsdp_mfu.loss_curve --out projects/fsdp_mfu/results [--steps 600]
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -53,15 +55,16 @@ def main(argv=None) -> None:
     p.add_argument("--model", default="llama_125m")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--mode", default="fsdp2", help="fsdp2 (default: the headline's code path, one rank), single, ddp")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more train.py flags")
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    log = train.main(["--model", a.model, "--data", "stdlib", "--batch", str(a.batch), "--seq", str(a.seq),
+    log = train.main(["--mode", a.mode, "--model", a.model, "--data", "stdlib", "--batch", str(a.batch), "--seq", str(a.seq),
                       "--steps", str(a.steps), "--eval-every", "50", "--eval-batches", "8", "--lr", "1e-3",
                       "--warmup-steps", "50", "--decay-steps", str(max(a.steps - 50, 1)), "--no-progress",
                       *a.extra])
     log.update(stamp(), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               command="python -m gpufolio_projects.fsdp_mfu.loss_curve " + " ".join(argv or []))
+               command="python -m gpufolio_projects.fsdp_mfu.loss_curve " + " ".join(sys.argv[1:] if argv is None else argv))
     (a.out / "loss_curve.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
     plot(log, a.out / "loss_curve.png")
     first, last = log["val"][0]["loss"], log["val"][-1]["loss"]

@@ -11,8 +11,8 @@ Training state (bytes per parameter, N = all parameters, W = ranks):
                                      scatter)
 i.e. the classic 16 bytes/param of mixed-precision Adam, of which we keep 12 between steps (gradients exist
 only from backward to optimizer step). On top, the bf16 *compute copies* of weights that exist at the peak:
-autocast's cast cache in eager mode (2 bytes x every matmul weight, saved for backward; under compile the
-casts are recomputed in backward from the fp32 weights instead), and FSDP2's all-gathered bf16 parameters
+autocast's bf16 cast of every matmul weight (2 bytes each, saved for backward, eager and compiled alike),
+and FSDP2's all-gathered bf16 parameters
 (root group always; the blocks being computed; every block with reshard_after_forward=False).
 
 Activations (bytes per token per block) are what autograd saves for backward, counted tensor by tensor for our
@@ -52,11 +52,12 @@ def setting(mode: str, dtype: str, compiled: bool) -> Setting:
     return Setting(FP32, BF16, True, compiled)
 
 
-def _norm_saved(d: int, s: Setting, consumers: int) -> float:
-    """RMSNorm (kernels.rmsnorm_torch) + the inputs its consumer matmuls save, per token."""
+def _norm_saved(d: int, s: Setting, consumers: int, input_bytes: int) -> float:
+    """RMSNorm (kernels.rmsnorm_torch) + the input its consumer matmuls save, per token.
+    ``input_bytes``: bytes/element of the norm's input as saved (compiled graphs may save a smaller tensor)."""
     if s.compiled:
-        # Inductor fuses the norm and saves its input and rstd; the matmuls save the normed bf16 output once.
-        return s.residual * d + FP32 + s.compute * d
+        # Inductor fuses the norm: it keeps the input and rstd, and the normed output once for the matmuls.
+        return input_bytes * d + FP32 + s.compute * d
     xf = FP32 * d  # x.float() (x itself when the residual is fp32)
     y = s.residual * d  # y.type_as(x), saved by the multiply with the weight
     if s.autocast:
@@ -65,14 +66,21 @@ def _norm_saved(d: int, s: Setting, consumers: int) -> float:
 
 
 def saved_per_layer(cfg: ModelConfig, s: Setting) -> float:
-    """Bytes per token one TransformerBlock saves for backward (no activation checkpointing)."""
+    """Bytes per token one TransformerBlock saves for backward (no activation checkpointing).
+
+    Eager: every tensor autograd keeps, from our module code. Compiled: what Inductor's min-cut partitioner
+    keeps (pointwise work — silu, the norms' scaling, the mid-block residual add — is recomputed in backward;
+    matmul outputs are not), read off a compiled model with saved_tensors_hooks."""
     d, kv, f, H, c = cfg.dim, cfg.kv_dim, cfg.ffn_dim, cfg.n_heads, s.compute
     attention = c * d + 2 * c * kv + c * d + FP32 * H  # q, k, v (after RoPE), output o, logsumexp
     if s.compiled:
-        mlp = 3 * c * f  # gate, up, and their product (w2's input); silu(gate) is recomputed in backward
+        mlp = 3 * c * f  # gate, up, and their product (w2's input); silu(gate) is recomputed
+        # the mid-block residual h = x + wo(o) is rebuilt from x and wo's (compute-dtype) output
+        mid_bytes = min(s.residual, c)
     else:
         mlp = 4 * c * f  # gate (silu's input), silu(gate), up (the multiply's inputs), product (w2's input)
-    return _norm_saved(d, s, 3) + attention + _norm_saved(d, s, 2) + mlp
+        mid_bytes = s.residual
+    return (_norm_saved(d, s, 3, s.residual) + attention + _norm_saved(d, s, 2, mid_bytes) + mlp)
 
 
 def head_saved(cfg: ModelConfig, s: Setting) -> float:
@@ -80,7 +88,7 @@ def head_saved(cfg: ModelConfig, s: Setting) -> float:
     V = cfg.vocab_size
     # compiled: logits + two fp32 row statistics (max, log-sum-exp); eager: the fp32 log_softmax output
     logits = s.compute * V + 2 * FP32 if s.compiled else FP32 * V
-    return I64 + _norm_saved(cfg.dim, s, 1) + logits + I64  # + token ids, targets
+    return I64 + _norm_saved(cfg.dim, s, 1, s.residual) + logits + I64  # + token ids, targets
 
 
 def head_backward_extra(cfg: ModelConfig, s: Setting) -> float:
@@ -137,7 +145,8 @@ def predict(cfg: ModelConfig, B: int, T: int, *, mode: str, world_size: int = 1,
         block_gather = FP32 * block_n if (W > 1 and reshard_after_forward) else 0.0
         block_grad_transient = FP32 * block_n if W > 1 else 0.0
     else:
-        gathered = BF16 * matmul_n if (s.autocast and not s.compiled) else 0.0
+        # autocast: the bf16 cast of every matmul weight is saved for backward (eager and compiled alike)
+        gathered = BF16 * matmul_n if s.autocast else 0.0
         block_gather = 0.0
         block_grad_transient = 0.0
 

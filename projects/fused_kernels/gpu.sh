@@ -22,9 +22,8 @@ step() {  # step NAME SECONDS CMD...: run with a time limit, log to $OUT/NAME.lo
 }
 
 export TRITON_INTERPRET=0
-step bench 65 "$PY" -m gpufolio bench --project fused_kernels --quick --bench copy --bench add_rmsnorm \
-  --out "$OUT" --no-progress
-step pytest_gpu 15 "$PY" -m pytest -m gpu "$P" -q -x -p no:cacheprovider
-step tune_norm 25 "$PY" -m gpufolio_projects.fused_kernels.tune norm
-step tune_lce 10 "$PY" -m gpufolio_projects.fused_kernels.tune lce
+# Round 2: host-vs-kernel breakdown first (is add+RMSNorm fwd+bwd host-bound?), then every bench, then sweeps.
+step tune_prof 22 "$PY" -m gpufolio_projects.fused_kernels.tune prof
+step bench 105 "$PY" -m gpufolio bench --project fused_kernels --quick --out "$OUT" --no-progress
+step tune_sweeps 16 "$PY" -m gpufolio_projects.fused_kernels.tune copy norm swiglu
 exit 0

@@ -12,6 +12,7 @@ mkdir -p "$LOG"
 MODE=quick
 PROFILE=0
 RUN_BF16=1
+BF16_NCU="skip"   # "skip": no ncu in the BF16 part this round; "default": its own list
 PY=python
 command -v python >/dev/null || PY=python3
 
@@ -26,7 +27,7 @@ step() {  # step NAME SECONDS CMD...: run CMD with a timeout, log to $LOG/NAME.l
 }
 
 if [ "$RUN_BF16" = 1 ] && [ -f "$P/bf16/ops.py" ]; then  # compile the BF16 extension alongside ours
-  (timeout 170 $PY -c "from gpufolio_projects.gemm_ladder.bf16 import ops; ops.load()" >"$LOG/bf16_prebuild.log" 2>&1 &)
+  (timeout 280 $PY -c "from gpufolio_projects.gemm_ladder.bf16 import ops; ops.load()" >"$LOG/bf16_prebuild.log" 2>&1 &)
 fi
 
 export GPUFOLIO_BUILD_VERBOSE=1  # ninja echoes every nvcc line, ptxas -v included
@@ -60,6 +61,6 @@ if [ "$PROFILE" = 1 ]; then
 fi
 
 if [ "$RUN_BF16" = 1 ] && [ -f "$P/bf16/gpu.sh" ]; then
-  bash "$P/bf16/gpu.sh"
+  if [ "$BF16_NCU" = skip ]; then BF16_NCU_VARIANTS="" bash "$P/bf16/gpu.sh"; else bash "$P/bf16/gpu.sh"; fi
 fi
 echo "--- sgemm steps"; cat "$LOG/steps.txt"

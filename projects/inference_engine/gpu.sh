@@ -4,8 +4,8 @@
 set -u
 : "${OUTDIR:?set OUTDIR}"
 mkdir -p "$OUTDIR"
+TOTAL=${IE_TOTAL_S:-117}          # the round's limit for this script, less a margin
 LIMIT_TESTS=${IE_LIMIT_TESTS:-35}
-LIMIT_BENCH=${IE_LIMIT_BENCH:-80}
 MODE=${IE_MODE:---quick}
 
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv > "$OUTDIR/ie_nvidia_smi.txt" 2>&1
@@ -15,6 +15,8 @@ timeout "$LIMIT_TESTS" python -m pytest -m gpu projects/inference_engine -q -p n
 echo "pytest -m gpu rc=$?" | tee -a "$OUTDIR/ie_pytest_gpu.log"
 tail -5 "$OUTDIR/ie_pytest_gpu.log"
 
+LIMIT_BENCH=$((TOTAL - SECONDS))  # whatever the tests left
+echo "bench limit ${LIMIT_BENCH}s"
 # shellcheck disable=SC2086
 timeout "$LIMIT_BENCH" python -m gpufolio bench --project inference_engine $MODE --out "$OUTDIR" --no-progress \
   > "$OUTDIR/ie_bench.log" 2>&1

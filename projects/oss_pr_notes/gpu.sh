@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # OSS-PR notes on the GPU box: the notes' repro benches (upstream vs patched in one run) and their GPU tests.
-# Run from the repo root with $OUTDIR set (HELPERS.md). Budget: 120 s; each step has its own timeout, the bench
+# Run from the repo root with $OUTDIR set (HELPERS.md). Budget: 150 s; each step has its own timeout, the bench
 # (the records the note cites) first.
 set -uo pipefail
 : "${OUTDIR:?set OUTDIR to an empty folder}"
@@ -26,13 +26,17 @@ for name in ("torch", "triton", "liger_kernel"):
         print(f"{name}: NOT importable ({type(e).__name__}: {e})")
 PY
 
-log "bench (full: 5 widths x 3 variants)"
-timeout 70 "$PY" -m gpufolio bench --project oss_pr_notes --out "$OUTDIR" --no-progress \
+# Benches by name: the backward repro (the prepared note) first; the forward one (a measured dead end, records
+# from an earlier round) only when BENCH_FORWARD=1.
+benches=(--bench liger_fused_add_rmsnorm_bwd)
+[ "${BENCH_FORWARD:-0}" = 1 ] && benches+=(--bench liger_fused_add_rmsnorm)
+log "bench (full): ${benches[*]}"
+timeout 95 "$PY" -m gpufolio bench --project oss_pr_notes "${benches[@]}" --out "$OUTDIR" --no-progress \
   >"$OUTDIR/bench.log" 2>&1
 bench_rc=$?
 tail -25 "$OUTDIR/bench.log" | tee -a "$OUTDIR/oss_pr_notes.log"
 log "gpu tests"
-timeout 35 "$PY" -m pytest -m gpu projects/oss_pr_notes -q -p no:cacheprovider >"$OUTDIR/pytest_gpu.log" 2>&1
+timeout 40 "$PY" -m pytest -m gpu projects/oss_pr_notes -q -p no:cacheprovider >"$OUTDIR/pytest_gpu.log" 2>&1
 tests_rc=$?
 tail -3 "$OUTDIR/pytest_gpu.log" | tee -a "$OUTDIR/oss_pr_notes.log"
 

@@ -5,7 +5,9 @@ They take validated, contiguous tensors (``attention.py`` checks and prepares th
 """
 from __future__ import annotations
 
+import functools
 import math
+import os
 
 import torch
 import triton
@@ -16,6 +18,21 @@ from .fwd import LOG2E, _attn_fwd_kernel
 from .tuning import TUNER, KernelConfig, candidates, length_class
 
 PREPROCESS_BLOCK = 128
+_REPORTED: set[tuple] = set()
+
+
+def _report(name: str, cfg: KernelConfig, compiled) -> None:
+    """With GPUFOLIO_FA_TUNE_VERBOSE, print each compiled kernel's registers, spills and shared memory once:
+    spills and occupancy are the first suspects when a config is slow."""
+    if not os.environ.get("GPUFOLIO_FA_TUNE_VERBOSE") or compiled is None:
+        return
+    key = (name, str(cfg), getattr(compiled, "hash", None))
+    if key in _REPORTED:
+        return
+    _REPORTED.add(key)
+    meta = getattr(compiled, "metadata", None)
+    print(f"[fa-kernel] {name} {cfg}: regs={getattr(compiled, 'n_regs', '?')} "
+          f"spills={getattr(compiled, 'n_spills', '?')} smem={getattr(meta, 'shared', '?')}", flush=True)
 
 
 def _rows(t: torch.Tensor) -> torch.Tensor:
@@ -25,7 +42,7 @@ def _rows(t: torch.Tensor) -> torch.Tensor:
 
 def _desc(t: torch.Tensor, block_rows: int) -> TensorDescriptor:
     rows = _rows(t)
-    return TensorDescriptor.from_tensor(rows, [block_rows, rows.shape[1]])
+    return TensorDescriptor(rows, list(rows.shape), list(rows.stride()), [block_rows, rows.shape[1]])
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -33,8 +50,13 @@ def _precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
+@functools.cache
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
 def _tune_key(kernel: str, q: torch.Tensor, k: torch.Tensor, causal: bool) -> str:
-    gpu = torch.cuda.get_device_name(q.device) if q.is_cuda else "cpu"
+    gpu = _device_name(q.device)
     return "|".join([kernel, gpu, triton.__version__, str(q.dtype), f"D{q.shape[-1]}", f"causal{int(causal)}",
                      length_class(q.shape[2], k.shape[2])])
 
@@ -49,11 +71,12 @@ def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sc
 
     def launch(cfg: KernelConfig) -> None:
         grid = (triton.cdiv(Sq, cfg.block_m), B * H)
-        _attn_fwd_kernel[grid](
+        compiled = _attn_fwd_kernel[grid](
             _desc(q, cfg.block_m), _desc(k, cfg.block_n), _desc(v, cfg.block_n), o, lse,
             scale * LOG2E, Sq, Sk, H, H // Hkv,
             HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, PRECISION=_precision(q.dtype),
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        _report(f"fwd causal={causal}", cfg, compiled)
 
     cfg = config or TUNER.pick(_tune_key("fwd", q, k, causal), candidates("fwd", D), launch)
     launch(cfg)
@@ -87,19 +110,21 @@ def attn_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         if atomic_dq:
             dq_acc.zero_()
         grid = (triton.cdiv(Sk, cfg.block_n), B * Hkv)
-        _bwd_dkdv_kernel[grid](
+        compiled = _bwd_dkdv_kernel[grid](
             _desc(q, cfg.block_m), _desc(k, cfg.block_n), _desc(v, cfg.block_n), _desc(do, cfg.block_m),
             lse, delta, dk, dv, dq_acc, qk_scale, scale, Sq, Sk, H, group,
             HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, PRECISION=prec,
             ATOMIC_DQ=atomic_dq, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        _report(f"bwd_dkdv causal={causal} atomic_dq={atomic_dq}", cfg, compiled)
 
     def launch_dq(cfg: KernelConfig) -> None:
         grid = (triton.cdiv(Sq, cfg.block_m), B * H)
-        _bwd_dq_kernel[grid](
+        compiled = _bwd_dq_kernel[grid](
             _desc(q, cfg.block_m), _desc(k, cfg.block_n), _desc(v, cfg.block_n), _desc(do, cfg.block_m),
             lse, delta, dq, qk_scale, scale, Sq, Sk, H, group,
             HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, PRECISION=prec,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        _report(f"bwd_dq causal={causal}", cfg, compiled)
 
     dkdv_name = "bwd_dkdv_atomic" if atomic_dq else "bwd_dkdv"
     cfg = dkdv_config or TUNER.pick(_tune_key(dkdv_name, q, k, causal), candidates(dkdv_name, D), launch_dkdv)

@@ -9,12 +9,15 @@ Per chunk of C token rows (x_c: [C, d], W: [V, d], buffer L: [C, V] in the weigh
     dW    += L^T @ x_c                    cuBLAS (the first chunk writes, the rest accumulate with beta=1)
 The backward only scales the saved gradients by the incoming grad (a no-op when it is 1, the usual case).
 
-Chunk size, from the roofline of the dW update (see ``chunk_rows``): each chunk's dW += L^T x_c reads and
-writes all of dW (2 * V * d * 2 bytes) for 2 * C * V * d FLOPs, an intensity of about C/2 FLOP/byte. Below the
-H200's ridge point (767 TFLOP/s / 4.16 TB/s = 184 FLOP/byte) the update is memory-bound; C = 384 reaches it
-and C = 512 (the next power of two, a whole number of GEMM tiles) clears it. Extra memory is then the buffer,
-C * V * 2 bytes (131 MB at V = 128256), beside the outputs grad_W (V * d) and grad_x (T * d) every
-implementation returns. A caller with less memory passes ``max_chunk_bytes`` and gets smaller chunks.
+Chunk size, from the memory budget. The only memory beyond the outputs (grad_W: V*d, grad_x: T*d) is the
+[C, V] buffer, and the GEMMs want C large: each chunk's dW += L^T x_c reads and writes all of dW (2*V*d*2 bytes)
+for 2*C*V*d FLOPs, about C/2 FLOP/byte, so below the H200's ridge point (767 TFLOP/s / 4.16 TB/s = 184
+FLOP/byte, C = 384) that update is memory-bound; and cuBLAS at M = C runs below its large-GEMM rate well above
+that (round 1 on the H200, T=8192 d=4096 V=128256: 476, 578, 601, 653 TFLOP/s end to end at C = 256,
+512, 1024, 2048). So the default budget is half of grad_W (C*V <= V*d/2, C = d/2 = 2048 rows at d = 4096):
+peak extra memory stays within 1.5x of the gradients every implementation must return, half of what
+torch.compile's full-size logits cost. ``max_chunk_bytes`` lowers it (Liger's rule, a buffer no bigger than x,
+gives C = 256 here).
 """
 from __future__ import annotations
 
@@ -22,8 +25,6 @@ import torch
 import triton
 import triton.language as tl
 
-# H200: cuBLAS bf16 GEMM (767 TFLOP/s at 8192^3) over device copy bandwidth (4.16 TB/s), measured (GPU.md).
-RIDGE_FLOP_PER_BYTE = 767e12 / 4.16e12
 BLOCK_V = 4096  # logits per loop step of the CE kernel: 8 KiB of bf16, 16 elements per thread at 8 warps
 
 
@@ -78,14 +79,10 @@ def _ce_grad_kernel(logits_ptr, target_ptr, loss_ptr, n_valid_ptr, n_cols, ignor
 
 def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
                max_chunk_bytes: int | None = None) -> int:
-    """Token rows per chunk: the smallest power of two that keeps the dW update compute-bound, capped by the
-    memory budget for the [C, V] buffer and by the token count. Multiples of 16 keep GEMM tiles whole."""
+    """Token rows per chunk: the largest power of two <= hidden/2 (buffer <= half of grad_W), lowered to fit
+    ``max_chunk_bytes`` (in multiples of 16 rows, whole GEMM tiles, at least 16) and never above n_tokens."""
     rows = 16
-    while True:  # intensity of dW += L^T x_c: 2CVd FLOPs over reading L, x_c and read+write of dW
-        flops = 2 * rows * vocab * hidden
-        moved = elem_bytes * (rows * vocab + rows * hidden + 2 * vocab * hidden)
-        if flops / moved >= RIDGE_FLOP_PER_BYTE or rows >= n_tokens:
-            break
+    while rows * 2 <= hidden // 2:
         rows *= 2
     if max_chunk_bytes is not None:
         cap = max_chunk_bytes // (vocab * elem_bytes)
@@ -95,7 +92,8 @@ def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
 
 def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, *,
                                  ignore_index: int = -100, label_smoothing: float = 0.0,
-                                 max_chunk_bytes: int | None = None, chunk: int | None = None):
+                                 max_chunk_bytes: int | None = None, chunk: int | None = None,
+                                 ce_warps: int = 8):
     """Mean cross-entropy of x @ weight^T against target, with its gradients.
 
     x: [T, d]; weight: [V, d] (same dtype); target: [T] int64 with ignore_index for padding.
@@ -123,7 +121,7 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
         torch.mm(x_c, weight.t(), out=logits)
         _ce_grad_kernel[(stop - start,)](logits, target[start:stop], loss_rows[start:stop], n_valid, vocab,
                                          ignore_index, float(label_smoothing),
-                                         HAS_SMOOTHING=label_smoothing > 0, BLOCK=BLOCK_V, num_warps=8)
+                                         HAS_SMOOTHING=label_smoothing > 0, BLOCK=BLOCK_V, num_warps=ce_warps)
         torch.mm(logits, weight, out=grad_x[start:stop])
         if start == 0:
             torch.mm(logits.t(), x_c, out=grad_w)  # no zero-fill and no read of dW on the first chunk

@@ -15,27 +15,30 @@ import torch
 import triton
 import triton.language as tl
 
+from ._common import _load
+
 BLOCK = 4096  # elements per program: 8 KiB of bf16 per tensor, 16 elements (two 16 B vectors) per thread
 NUM_WARPS = 8
 
 
 @triton.jit
-def _swiglu_fwd_kernel(g_ptr, u_ptr, h_ptr, numel, BLOCK: tl.constexpr):
+def _swiglu_fwd_kernel(g_ptr, u_ptr, h_ptr, numel, BLOCK: tl.constexpr, EVICT_FIRST: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < numel
-    g = tl.load(g_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    u = tl.load(u_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    g = _load(g_ptr + offs, mask, EVICT_FIRST).to(tl.float32)
+    u = _load(u_ptr + offs, mask, EVICT_FIRST).to(tl.float32)
     h = g * tl.sigmoid(g) * u
     tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def _swiglu_bwd_kernel(dh_ptr, g_ptr, u_ptr, dg_ptr, du_ptr, numel, BLOCK: tl.constexpr):
+def _swiglu_bwd_kernel(dh_ptr, g_ptr, u_ptr, dg_ptr, du_ptr, numel, BLOCK: tl.constexpr,
+                       EVICT_FIRST: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < numel
-    dh = tl.load(dh_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    g = tl.load(g_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    u = tl.load(u_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    dh = _load(dh_ptr + offs, mask, EVICT_FIRST).to(tl.float32)
+    g = _load(g_ptr + offs, mask, EVICT_FIRST).to(tl.float32)
+    u = _load(u_ptr + offs, mask, EVICT_FIRST).to(tl.float32)
     sig = tl.sigmoid(g)
     silu = g * sig
     tl.store(du_ptr + offs, (dh * silu).to(du_ptr.dtype.element_ty), mask=mask)
@@ -51,20 +54,23 @@ def _flat(*ts: torch.Tensor) -> list[torch.Tensor]:
     return [t.contiguous().view(-1) for t in ts]
 
 
-def swiglu_forward(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+def swiglu_forward(gate: torch.Tensor, up: torch.Tensor, block: int = BLOCK, num_warps: int = NUM_WARPS,
+                   evict_first: bool = False) -> torch.Tensor:
     g, u = _flat(gate, up)
     h = torch.empty_like(g)
     if g.numel():
-        _swiglu_fwd_kernel[(triton.cdiv(g.numel(), BLOCK),)](g, u, h, g.numel(), BLOCK=BLOCK, num_warps=NUM_WARPS)
+        _swiglu_fwd_kernel[(triton.cdiv(g.numel(), block),)](g, u, h, g.numel(), BLOCK=block, EVICT_FIRST=evict_first,
+                                                             num_warps=num_warps)
     return h.view(gate.shape)
 
 
-def swiglu_backward(dh: torch.Tensor, gate: torch.Tensor, up: torch.Tensor):
+def swiglu_backward(dh: torch.Tensor, gate: torch.Tensor, up: torch.Tensor, block: int = BLOCK,
+                    num_warps: int = NUM_WARPS, evict_first: bool = False):
     dh_, g, u = _flat(dh, gate, up)
     dg, du = torch.empty_like(g), torch.empty_like(u)
     if g.numel():
-        _swiglu_bwd_kernel[(triton.cdiv(g.numel(), BLOCK),)](dh_, g, u, dg, du, g.numel(), BLOCK=BLOCK,
-                                                             num_warps=NUM_WARPS)
+        _swiglu_bwd_kernel[(triton.cdiv(g.numel(), block),)](dh_, g, u, dg, du, g.numel(), BLOCK=block,
+                                                             EVICT_FIRST=evict_first, num_warps=num_warps)
     return dg.view(gate.shape), du.view(up.shape)
 
 

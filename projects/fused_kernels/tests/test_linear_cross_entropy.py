@@ -75,11 +75,13 @@ def test_module():
 
 
 def test_chunk_rule():
-    # Llama-3 head, bf16: 384 rows reach the ridge point of the dW update; the power of two above is 512.
-    assert lce.chunk_rows(8192, 128256, 4096, 2) == 512
+    # Llama-3 head, bf16: half of grad_W buys C = d/2 = 2048 rows (a 0.49 GiB buffer beside 0.98 GiB of grad_W)
+    assert lce.chunk_rows(8192, 128256, 4096, 2) == 2048
+    assert lce.chunk_rows(8192, 32000, 3000, 2) == 1024  # largest power of two <= 1500
     # Liger's budget (a chunk no bigger than x): 8192 * 4096 / 128256 = 261 -> 256 rows
     assert lce.chunk_rows(8192, 128256, 4096, 2, max_chunk_bytes=8192 * 4096 * 2) == 256
-    assert lce.chunk_rows(100, 1000, 64, 4) == 100  # never more than the tokens
+    assert lce.chunk_rows(100, 1000, 64, 4) == 32  # d = 64: 32 rows
+    assert lce.chunk_rows(100, 1000, 4096, 4) == 100  # never more than the tokens
     assert lce.chunk_rows(8192, 128256, 4096, 2, max_chunk_bytes=1) == 16  # floor: one GEMM tile of rows
 
 

@@ -1,5 +1,5 @@
 // Rung 09 — tile sizes tuned for the H200: rung 08's kernel, re-instantiated with the block tile, K-tile and
-// thread tile that won the block-mapping family of the sweep (sweep_double_buffer.cu) at 4096^3
+// thread tile that won the block-mapping family of the sweep (sweep_block.cu) at 4096^3
 // (evidence/sweep_4096.txt). Hopper has 228 KB of shared memory and 64K registers per SM, so bigger tiles
 // than an A6000 favours fit; the sweep measures, rather than guesses, where the FFMA pipes stop waiting.
 #include "double_buffer.cuh"

@@ -49,7 +49,7 @@ void run(const char* rung, Launcher launch, Shapes shapes, const at::Tensor& A, 
 // The sweep configs of every family, in one list.
 std::vector<sgemm::SweepEntry> sweep_entries() {
   std::vector<sgemm::SweepEntry> all;
-  for (auto family : {&sgemm_sweep_double_buffer, &sgemm_sweep_cp_async}) {
+  for (auto family : {&sgemm_sweep_block, &sgemm_sweep_warp, &sgemm_sweep_cp_async}) {
     int count = 0;
     const sgemm::SweepEntry* entries = family(&count);
     all.insert(all.end(), entries, entries + count);

@@ -24,7 +24,7 @@ from gpufolio.api import Unsupported
 HERE = Path(__file__).resolve().parent
 EXTENSION = "gpufolio_sgemm"
 # Paths relative to projects/gemm_ladder/ (what build.load_extension expects).
-COMMON_SOURCES = ("sgemm/sweep_double_buffer.cu", "sgemm/sweep_cp_async.cu", "sgemm/bindings.cpp")
+COMMON_SOURCES = ("sgemm/sweep_block.cu", "sgemm/sweep_warp.cu", "sgemm/sweep_cp_async.cu", "sgemm/bindings.cpp")
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -1,5 +1,5 @@
 // The tile sizes rungs 09-11 were chosen from (not rungs). Each family's configs live in their own .cu file
-// (sweep_double_buffer.cu, sweep_cp_async.cu) so the cold build compiles them in parallel; sweep.py times all
+// (sweep_block.cu, sweep_warp.cu, sweep_cp_async.cu) so the cold build compiles them in parallel; sweep.py times all
 // of them at 4096^3 on the H200, and the fastest of each family becomes the rung (evidence/sweep_*.txt).
 #pragma once
 #include <cuda_runtime.h>
@@ -13,5 +13,6 @@ struct SweepEntry {
 }  // namespace sgemm
 
 // Each family file defines one of these: its entries and their count.
-const sgemm::SweepEntry* sgemm_sweep_double_buffer(int* count);
+const sgemm::SweepEntry* sgemm_sweep_block(int* count);
+const sgemm::SweepEntry* sgemm_sweep_warp(int* count);
 const sgemm::SweepEntry* sgemm_sweep_cp_async(int* count);

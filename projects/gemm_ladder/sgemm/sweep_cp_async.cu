@@ -14,6 +14,8 @@ const sgemm::SweepEntry kEntries[] = {
     entry<PipelineConfig<WarpTileConfig<128, 128, 16, 64, 32, 8, 8, 2>, 4>>("cp.async 128x128x16 w64x32 t8x8 s4 256/2"),
     entry<PipelineConfig<WarpTileConfig<128, 128, 32, 64, 32, 8, 8, 2>, 3>>("cp.async 128x128x32 w64x32 t8x8 s3 256/2"),
     entry<PipelineConfig<WarpTileConfig<128, 256, 16, 64, 64, 8, 16, 1>, 3>>("cp.async 128x256x16 w64x64 t8x16 s3 256/1"),
+    entry<PipelineConfig<WarpTileConfig<128, 128, 8, 64, 64, 8, 16, 2>, 3>>("cp.async 128x128x8 w64x64 t8x16 s3 128/2"),
+    entry<PipelineConfig<WarpTileConfig<128, 128, 16, 64, 64, 8, 16, 2>, 3>>("cp.async 128x128x16 w64x64 t8x16 s3 128/2"),
 };
 }  // namespace
 

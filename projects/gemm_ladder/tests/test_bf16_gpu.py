@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpufolio.api import Unsupported
 from gpufolio_projects.gemm_ladder.bf16 import bench, ops, registry
 

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from gpufolio_projects.gemm_ladder.bf16 import registry
 
 NVCC = shutil.which("nvcc")

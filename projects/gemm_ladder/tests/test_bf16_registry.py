@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from gpufolio.api import Unsupported
 from gpufolio_projects.gemm_ladder.bf16 import bench, registry
 

@@ -27,14 +27,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check-readme", action="store_true",
                     help="fail if the README headline table is out of date instead of rewriting it")
     ap.add_argument("--site-dir", type=Path, help="where mkdocs writes the site (default: site/)")
+    ap.add_argument("--all-errors", action="store_true", help="list every unresolved marker, not only the first")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)-7s - %(message)s")
     root = store.repo_root()
     t0 = time.perf_counter()
     try:
-        out = build.render(root, args.results_root, cache_dir=root / ".build" / "site-cache")
+        out = build.render(root, args.results_root, cache_dir=root / ".build" / "site-cache",
+                           all_errors=args.all_errors)
         current = readme.update(root / "README.md", out.df, out.site, check=args.check_readme)
-    except (MarkerError, WriteupError, build.SiteError, readme.ReadmeError, store.RecordError) as e:
+    except MarkerError as e:
+        hint = "" if args.all_errors else " (--all-errors lists every unresolved marker)"
+        print(f"gpufolio site: {e}{hint}", file=sys.stderr)
+        return 2
+    except (WriteupError, build.SiteError, readme.ReadmeError, store.RecordError) as e:
         print(f"gpufolio site: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:

@@ -19,6 +19,7 @@ from .. import provenance, store
 from . import pages, project
 from . import records as R
 from .context import RenderCtx
+from .markers import MarkerError
 
 # What render() writes under the docs dir (mirrored in site_src/.gitignore).
 GENERATED = ("index.md", "projects", "runs.md", "not-counted.md", "generated", "worklog/posts", ".nav.yml",
@@ -79,9 +80,11 @@ def _prnote_pages(repo_root: Path, docs_dir: Path, frame: pd.DataFrame) -> list[
 
 
 def render(repo_root: Path | None = None, results_root: Path | None = None, docs_dir: Path | None = None,
-           config_file: Path | None = None, cache_dir: Path | None = None) -> Rendered:
+           config_file: Path | None = None, cache_dir: Path | None = None, draw: bool = True,
+           all_errors: bool = False) -> Rendered:
     """Write every generated page and chart. ``cache_dir``: reuse charts whose data did not change
-    (``.build/site-cache`` for the CLI; None in tests, which want every chart drawn)."""
+    (``.build/site-cache`` for the CLI; None in tests, which want every chart drawn). ``draw=False`` writes
+    the Markdown only (tests of the pages' text)."""
     repo_root = (repo_root or store.repo_root()).resolve()
     docs_dir = docs_dir or repo_root / "site_src"
     config_file = config_file or repo_root / "mkdocs.yml"
@@ -90,7 +93,7 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     digests = {p: provenance.source_digest(p, repo_root) for p in R.projects()}
     df = R.prepare(frame, digests)
     site = R.Site(repo_url(config_file))
-    ctx = RenderCtx(df, site, docs_dir, repo_root, cache_dir)
+    ctx = RenderCtx(df, site, docs_dir, repo_root, cache_dir, marker_errors=[] if all_errors else None)
     extra = {"oss_pr_notes": _prnote_pages(repo_root, docs_dir, frame)}
     written = [project.render_project(ctx, p, extra.get(p) or []) for p in R.projects()]
     pages.render_home(ctx)
@@ -98,8 +101,12 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     pages.render_not_counted(ctx)
     written += pages.render_worklog(ctx)
     pages.write_nav(ctx, extra)
-    drawn = ctx.draw_charts()
-    log.info("charts: %d drawn, the rest from the cache", drawn)
+    if ctx.marker_errors:
+        errors = sorted(ctx.marker_errors, key=lambda e: (e.split(":")[0], int(e.split(":")[1])))
+        raise MarkerError(f"{len(errors)} unresolved markers:\n" + "\n".join(errors))
+    if draw:
+        drawn = ctx.draw_charts()
+        log.info("charts: %d drawn, %d from the cache", drawn, len(ctx.jobs) - drawn)
     return Rendered(df, docs_dir, site, written)
 
 

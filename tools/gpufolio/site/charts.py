@@ -5,11 +5,13 @@ Each function takes frame rows already chosen by the caller (one run, one GPU) a
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -38,6 +40,11 @@ def _save(fig, path: Path, left: float = 0.09, right: float = 0.97, bottom: floa
     fig.savefig(path, format="png", metadata={"Software": None})
     plt.close(fig)
     return path
+
+
+def _wrap(title: str, width: int = 88) -> str:
+    """Titles carry params and GPU names of any length: wrap rather than run off the figure."""
+    return textwrap.fill(title, width)
 
 
 def slim(rows: pd.DataFrame, x: str | None = None) -> pd.DataFrame:
@@ -80,7 +87,7 @@ def headline_bars(path: Path, rows: pd.DataFrame, base_name: str | None, title: 
     if base_value is not None:
         ax.axvline(base_value, color=BASELINE, ls="--", lw=1)
     ax.set_xlabel(f"{unit} ({'higher' if higher else 'lower'} is better)")
-    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_title(_wrap(title), fontsize=9, loc="left")
     ax.grid(axis="y", visible=False)
     ax.set_xlim(0, rows.value.max() * 1.3)
     return _save(fig, path, left=_label_margin(rows.label), right=0.95)
@@ -100,9 +107,9 @@ def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(x)
     ax.set_ylabel(rows.iloc[0].metric_unit)
-    ax.set_title(title, fontsize=9, loc="left")
-    ax.legend(fontsize=7, ncol=2, frameon=False)
-    return _save(fig, path, bottom=0.13)
+    ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, path, right=0.74, bottom=0.13)
 
 
 def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: str) -> Path:
@@ -132,7 +139,7 @@ def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: 
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum traffic)")
     ax.set_ylabel("achieved TFLOP/s")
-    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_title(_wrap(title), fontsize=9, loc="left")
     ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _save(fig, path, right=0.62, bottom=0.13)
 
@@ -155,7 +162,7 @@ def bandwidth_bars(path: Path, rows: pd.DataFrame, copy_gbps: float | None, gpu:
         ax.text(r.value, y, f" {R.fmt_value(r.value)}{pct}", va="center", fontsize=8)
     ax.set_xlim(0, top * 1.3)
     ax.set_xlabel("GB/s")
-    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_title(_wrap(title), fontsize=9, loc="left")
     ax.grid(axis="y", visible=False)
     ax.legend(fontsize=7, frameon=False, loc="lower right")
     return _save(fig, path, left=_label_margin(rows.label), right=0.95)
@@ -173,7 +180,10 @@ def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
         for tx, v, sha in zip(t, g.value, g.sha):
             ax.annotate(sha, (tx, v), textcoords="offset points", xytext=(0, 5), fontsize=6, ha="center")
     ax.set_ylabel(unit)
-    ax.set_title(title, fontsize=9, loc="left")
-    ax.legend(fontsize=7, frameon=False)
-    fig.autofmt_xdate()
-    return _save(fig, path, bottom=0.2)
+    ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    locator = mdates.AutoDateLocator(maxticks=6)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.margins(x=0.08, y=0.15)
+    return _save(fig, path, right=0.7, bottom=0.13)

@@ -33,6 +33,7 @@ class RenderCtx:
     repo_root: Path
     cache_dir: Path | None = None
     jobs: list[tuple[Path, str, Callable, tuple]] = field(default_factory=list)
+    marker_errors: list[str] | None = None  # a list: collect every bad marker instead of stopping at the first
 
     def write(self, rel: str, text: str) -> Path:
         path = self.docs_dir / rel
@@ -68,11 +69,10 @@ class RenderCtx:
         else:
             for job in todo:
                 _draw(job)
-        self.jobs.clear()
         return len(todo)
 
     def marker_ctx(self, page: str) -> M.Context:
-        return M.Context(self.df, page, self.site, chart=self._marker_chart)
+        return M.Context(self.df, page, self.site, chart=self._marker_chart, errors=self.marker_errors)
 
     def _marker_chart(self, marker: M.Marker, run: pd.DataFrame, x: str | None) -> str:
         first = run.iloc[0]
@@ -89,8 +89,9 @@ class RenderCtx:
     def one_series(rows: pd.DataFrame, x: str, headline: dict, marker: M.Marker | None = None) -> pd.DataFrame:
         """Rows that differ only in ``x``: where other params vary too, keep the headline's values."""
         others = rows.params.map(lambda p: R.params_text({k: v for k, v in p.items() if k != x}))
-        if others.nunique() <= 1:
-            return rows
+        xs = rows.params.map(lambda p: R.norm_value(p.get(x)))
+        if others.nunique() <= 1 or not xs.groupby(rows.variant).apply(lambda s: s.duplicated().any()).any():
+            return rows  # one point per (variant, x): other params move with x (M=N=K), still one series
         fixed = {k: v for k, v in headline.items() if k != x}
         keep = rows[[R.params_match(p, fixed) for p in rows.params]]
         if keep.empty or keep.params.map(lambda p: R.params_text({k: v for k, v in p.items() if k != x})).nunique() > 1:

@@ -64,6 +64,8 @@ class Context:
     site: R.Site
     chart: Callable[["Marker", pd.DataFrame, str | None], str] | None = None
     used_runs: set[str] = field(default_factory=set)
+    # None: the first bad marker raises. A list: every bad marker is collected there (``--all-errors``).
+    errors: list[str] | None = None
 
 
 def parse_args(text: str, where: str) -> dict[str, str]:
@@ -121,8 +123,17 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
     """Replace every marker in ``text``; raises MarkerError on the first one that does not resolve."""
     lines = text.split("\n")
     found = find(text, file)
-    for marker, i, a, b in reversed(found):  # right to left keeps earlier offsets valid
-        lines[i] = lines[i][:a] + RESOLVERS[marker.kind](marker, ctx) + lines[i][b:]
+    outs = []
+    for marker, *_ in found:  # top to bottom, so the first error reported is the first in the file
+        try:
+            outs.append(RESOLVERS[marker.kind](marker, ctx))
+        except MarkerError as e:
+            if ctx.errors is None:
+                raise
+            ctx.errors.append(str(e))
+            outs.append("**unresolved marker**")
+    for (_, i, a, b), out in reversed(list(zip(found, outs))):  # right to left keeps earlier offsets valid
+        lines[i] = lines[i][:a] + out + lines[i][b:]
     return "\n".join(lines)
 
 
@@ -235,7 +246,7 @@ def resolve_chart(marker: Marker, ctx: Context) -> str:
     path = ctx.chart(marker, run, x)
     row = run.iloc[0].to_dict()
     alt = f"{meta.get('metric', 'metric')} of each {a['bench']} variant against {x or 'variant'}, {row['gpu_name']}"
-    return f"![{alt}]({R.rel_link(ctx.page, path)})\n\n<small>{_provenance(row, ctx)}</small>"
+    return f"![{alt}]({R.rel_link(ctx.page, path)})\n\n<span class=\"gf-caption\">{_provenance(row, ctx)}</span>"
 
 
 RESOLVERS = {"result": resolve_result, "results-table": resolve_table, "results-chart": resolve_chart}

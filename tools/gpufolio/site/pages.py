@@ -115,7 +115,7 @@ def write_nav(ctx: RenderCtx, extra: dict[str, list[tuple[str, str]]]) -> None:
             projects.append({R.project_title(p): [{"Overview": R.project_page(p)}, *({t: path} for t, path in pages)]})
         else:
             projects.append({R.project_title(p): R.project_page(p)})
-    nav = [{"Home": "index.md"}, {"Projects": projects}, {"Worklog": "worklog/index.md"}, {"Runs": R.RUNS_PAGE},
+    nav = [{"Home": "index.md"}, {"Projects": projects}, {"Worklog": ["worklog/index.md"]}, {"Runs": R.RUNS_PAGE},
            {"Not counted": R.NOT_COUNTED_PAGE},
            {"Notebooks": [{"Results explorer": "notebooks/results_explorer.ipynb"}]}]
     ctx.write(".nav.yml", yaml.safe_dump(nav, sort_keys=False, allow_unicode=True))

@@ -50,7 +50,7 @@ def _headline_chart(ctx: RenderCtx, h: S.Headline, page: str) -> str:
     c = h.candidate
     run = ctx.df[(ctx.df.project == h.project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
                  & (ctx.df.params_key == c["params_key"])]
-    title = f"{h.bench} at {c['params_text']} — {c['gpu_name']}, run {c['run_id']}"
+    title = f"{h.bench} at {c['params_text']}, {c['gpu_name']}"
     rel = ctx.plot(f"{h.project}-{h.bench}-headline.png", charts.headline_bars, charts.slim(run),
                    h.meta.get("headline_baseline"), title)
     alt = f"{h.bench}: {c['metric_unit']} of every variant at {c['params_text']}, baseline in grey, slower than it in red"

@@ -70,10 +70,6 @@ def run_anchor(run_id: str) -> str:
 def prepare(frame: pd.DataFrame, digests: Mapping[str, str | None]) -> pd.DataFrame:
     """Add the site's columns. ``digests`` maps project -> the current tree's source digest."""
     df = frame.copy()
-    # pandas 3 stores missing text as NaN (truthy, and "nan" when printed): give every non-number column None.
-    for col in df.columns:
-        if col not in NUMERIC:
-            df[col] = df[col].astype(object).where(df[col].notna(), None)
     if df.empty:
         for col in ("reason", "stale", "date", "anchor", "label", "params_text"):
             df[col] = pd.Series(dtype=object)
@@ -84,6 +80,14 @@ def prepare(frame: pd.DataFrame, digests: Mapping[str, str | None]) -> pd.DataFr
     df["anchor"] = df.run_id.map(run_anchor)
     df["label"] = [variant_label(rec, v) for rec, v in zip(df.record, df.variant)]
     df["params_text"] = df.params.map(params_text)
+    return _none_for_missing(df)
+
+
+def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """pandas 3 stores missing text as NaN (truthy, and "nan" when printed): every non-number column gets None."""
+    for col in df.columns:
+        if col not in NUMERIC:
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
     return df
 
 

@@ -1,12 +1,15 @@
 """A project's README.md or a worklog entry, made into a docs page: markers resolved, relative links fixed.
 
-A README is written for GitHub (links to ``bench.py``, ``../other_project/README.md``, images next to it). On
+Both are written for GitHub (links to ``bench.py``, ``../other_project/README.md``, images next to them). On
 the site those paths do not exist, and a broken link fails ``mkdocs build --strict`` with no hint of where it
-came from. So: links to another project's README go to its page, images are copied next to the generated
-page, every other relative link goes to the file on GitHub, and a missing image fails naming file and line.
+came from. So: links to a project's README go to its page, images are copied next to the generated pages,
+every other repository file links to GitHub, and a missing image fails naming file and line. A target that
+is not a repository file is a link to a site page (``../../runs.md`` from a worklog post), left for MkDocs'
+strict link check.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 import shutil
 from pathlib import Path
@@ -70,10 +73,14 @@ def _target(target: str, image: bool, src: Path, page: str, ctx: RenderCtx, wher
     try:
         repo_rel = resolved.relative_to(ctx.repo_root.resolve()).as_posix()
     except ValueError:
-        raise WriteupError(f"{where}: link {target!r} points outside the repository") from None
-    if image:
-        if not resolved.is_file():
+        repo_rel = None
+    if repo_rel is None or not resolved.exists():
+        # Not a file of the repository: a link to a site page (../../runs.md from a worklog post), which
+        # MkDocs checks in strict mode. An image must exist one way or the other.
+        if image and not (ctx.docs_dir / posixpath.dirname(page) / path_part).resolve().is_file():
             raise WriteupError(f"{where}: image {target!r} does not exist")
+        return target
+    if image:
         dest = f"generated/files/{repo_rel}"
         (ctx.docs_dir / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(resolved, ctx.docs_dir / dest)
@@ -82,18 +89,17 @@ def _target(target: str, image: bool, src: Path, page: str, ctx: RenderCtx, wher
     if m and m.group(1) in R.projects():
         return R.rel_link(page, R.project_page(m.group(1))) + (f"#{anchor}" if anchor else "")
     m = re.match(r"^worklog/([^/]+\.md)$", repo_rel)
-    if m and resolved.is_file():
+    if m:
         return R.rel_link(page, f"worklog/posts/{m.group(1)}") + (f"#{anchor}" if anchor else "")
     return ctx.site.blob_url(repo_rel) + (f"#{anchor}" if anchor else "")
 
 
 def render(src: Path, page: str, ctx: RenderCtx, readme: bool = True) -> tuple[str | None, str]:
-    """(title, body) of a writeup for ``page``, markers resolved. A README (written for GitHub) also gets its
-    links fixed and its H1 split off; a worklog entry is a site page already (links relative to its post)."""
+    """(title, body) of a writeup for ``page``: links fixed, markers resolved; a README's H1 split off (the
+    page writes its own), a worklog post keeps its H1 (the blog's post title)."""
     display = _display(src, ctx)
     text = src.read_text(encoding="utf-8")
-    if readme:
-        text = fix_links(text, src, page, ctx, display)
+    text = fix_links(text, src, page, ctx, display)
     text = M.resolve_text(text, display, ctx.marker_ctx(page))
     return split_h1(text) if readme else (None, text)
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One GPU round for fsdp_mfu, run from the repo root with $OUTDIR set (HELPERS.md). Stages run in priority
+# order; each gets what is left of $BUDGET seconds (default 115) so the script never outruns its slot.
+set -u
+OUT=${OUTDIR:?set OUTDIR}
+BUDGET=${BUDGET:-115}
+START=$(date +%s)
+left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the budget left
+  local name=$1 cap=$2; shift 2
+  local t; t=$(left); (( t > cap )) && t=$cap
+  if (( t < 10 )); then echo "skip $name: ${t}s left" | tee -a "$OUT/stages.log"; return; fi
+  local s=$(date +%s)
+  timeout "$t" "$@" > "$OUT/$name.log" 2>&1
+  echo "$name rc=$? ${t}s cap, took $(( $(date +%s) - s ))s" | tee -a "$OUT/stages.log"
+  tail -n 25 "$OUT/$name.log"
+}
+export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_fsdp_mfu
+nvidia-smi --query-gpu=name,memory.used,clocks.sm --format=csv > "$OUT/nvidia_smi.txt" 2>&1
+run gpu_tests 30 python -m pytest -m gpu projects/fsdp_mfu -q -x -rA -p no:cacheprovider
+run bench 100 python -m gpufolio bench --project fsdp_mfu --quick --variant fsdp2_compile --out "$OUT" \
+  --no-progress --timeout 90
+run loss_curve 45 python -m gpufolio_projects.fsdp_mfu.loss_curve --out "$OUT/loss_curve" --steps ${LC_STEPS:-400}
+cat "$OUT/stages.log"

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpufolio_projects.fsdp_mfu.configs import CONFIGS, ModelConfig
+
+
+def test_configs_validate():
+    with pytest.raises(ValueError):
+        ModelConfig("bad", dim=100, n_layers=1, n_heads=3, n_kv_heads=3, ffn_dim=8, vocab_size=8)
+    with pytest.raises(ValueError):
+        ModelConfig("bad", dim=96, n_layers=1, n_heads=4, n_kv_heads=3, ffn_dim=8, vocab_size=8)
+    sizes = {name: c.num_params() for name, c in CONFIGS.items()}
+    assert 100e6 < sizes["llama_125m"] < 150e6 and 300e6 < sizes["llama_350m"] < 400e6
+    assert 0.9e9 < sizes["llama_1b"] < 1.1e9 and 7.5e9 < sizes["llama_8b"] < 8.5e9
+    assert CONFIGS["llama_125m"].vocab_size == 256  # byte-level: the stdlib loss curve
+
+
+def test_bench_imports_without_torch():
+    code = ("import sys; sys.modules['torch'] = None; "
+            "from gpufolio_projects.fsdp_mfu.bench import BENCHES; "
+            "b = BENCHES[0]; assert b.name == 'train_step' and b.headline_baseline == 'single_compile'; "
+            "assert b.configs('quick')[0]['model'] == 'llama_1b'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_train_config_validation():
+    pytest.importorskip("torch")
+    from gpufolio_projects.fsdp_mfu.trainer import TrainConfig
+
+    with pytest.raises(ValueError):
+        TrainConfig(mode="zero3")
+    with pytest.raises(ValueError):
+        TrainConfig(mode="single", meta_init=True)
+    cfg = TrainConfig(warmup_steps=10, decay_steps=100, min_lr_ratio=0.1)
+    assert cfg.lr_factor(0) == pytest.approx(0.1) and cfg.lr_factor(9) == 1.0
+    assert cfg.lr_factor(110) == pytest.approx(0.1) and cfg.lr_factor(500) == pytest.approx(0.1)

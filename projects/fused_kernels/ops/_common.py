@@ -1,0 +1,16 @@
+"""Pieces the kernels share."""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _load(ptrs, mask, EVICT_FIRST: tl.constexpr):
+    """A masked streaming load (0 where masked). EVICT_FIRST adds L1/L2 evict-first hints: a sweep option, off
+    by default, because with it the copy reached only 91-93% of Tensor.copy_ on the H200 in round 1."""
+    if EVICT_FIRST:
+        v = tl.load(ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
+    else:
+        v = tl.load(ptrs, mask=mask, other=0.0)
+    return v

@@ -1,0 +1,1 @@
+"""Note: several programs per SM in Liger-Kernel's fused add + RMSNorm backward (see note.md)."""
