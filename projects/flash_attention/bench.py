@@ -109,6 +109,9 @@ def _attention_fn(variant: str, p: dict, device, backward: bool):
             raise Unsupported("flex (compiled FlexAttention) is benched on CUDA only")
         if os.environ.get("GPUFOLIO_FA_NO_FLEX"):  # a short GPU round that cannot afford its compiles
             raise Unsupported("flex skipped in this run (GPUFOLIO_FA_NO_FLEX: no time for its compiles)")
+        lengths = os.environ.get("GPUFOLIO_FA_FLEX_S")  # e.g. "1024 4096 16384": one compile per shape costs
+        if lengths and str(p["S"]) not in lengths.split():
+            raise Unsupported(f"flex compiled only at S in {lengths.split()} in this run (compile time)")
         return _compiled_flex(p, device, backward)
     raise KeyError(f"{PROJECT}: unknown variant {variant!r}")
 

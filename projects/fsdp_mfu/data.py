@@ -11,7 +11,6 @@ import hashlib
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -19,7 +18,7 @@ VAL_PERCENT = 5  # files whose path hash falls in [0, 5) of 100 go to val
 SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
 
 
-def stdlib_files(root: Optional[Path] = None) -> list[Path]:
+def stdlib_files(root: Path | None = None) -> list[Path]:
     root = Path(root or sysconfig.get_paths()["stdlib"])
     return sorted(p for p in root.rglob("*.py") if not SKIP_DIRS.intersection(p.relative_to(root).parts))
 
@@ -28,7 +27,7 @@ def is_val(relpath: str) -> bool:
     return int(hashlib.sha1(relpath.encode()).hexdigest(), 16) % 100 < VAL_PERCENT
 
 
-def load_stdlib_bytes(root: Optional[Path] = None, max_bytes: Optional[int] = None) -> tuple[torch.Tensor, torch.Tensor]:
+def load_stdlib_bytes(root: Path | None = None, max_bytes: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(train, val) uint8 token streams; files are joined with a NUL byte (never in source) as separator."""
     root = Path(root or sysconfig.get_paths()["stdlib"])
     parts: dict[str, list[bytes]] = {"train": [], "val": []}

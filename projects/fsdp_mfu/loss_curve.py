@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from . import train
@@ -63,7 +63,7 @@ def main(argv=None) -> None:
                       "--steps", str(a.steps), "--eval-every", "50", "--eval-batches", "8", "--lr", "1e-3",
                       "--warmup-steps", "50", "--decay-steps", str(max(a.steps - 50, 1)), "--no-progress",
                       *a.extra])
-    log.update(stamp(), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    log.update(stamp(), created_at=datetime.now(UTC).isoformat(timespec="seconds"),
                command="python -m gpufolio_projects.fsdp_mfu.loss_curve " + " ".join(sys.argv[1:] if argv is None else argv))
     (a.out / "loss_curve.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
     plot(log, a.out / "loss_curve.png")

@@ -9,7 +9,6 @@ chosen once at build time (``kernels.py``): no global switches.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -115,7 +114,7 @@ class OutputHead(nn.Module):
         self.norm = RMSNorm(cfg.dim, cfg.norm_eps, kernels)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
 
-    def forward(self, h: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         logits = self.output(self.norm(h))  # [B, T, V]
         if targets is None:
             return logits
@@ -123,7 +122,7 @@ class OutputHead(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: Optional[Kernels] = None):
+    def __init__(self, cfg: ModelConfig, kernels: Kernels | None = None):
         super().__init__()
         kernels = kernels or torch_kernels()
         self.cfg = cfg
@@ -137,7 +136,7 @@ class Transformer(nn.Module):
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
 
-    def forward(self, tokens: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         h = self.tok_embeddings(tokens)
         for layer in self.layers.values():
             h = layer(h, self.rope_cos, self.rope_sin)

@@ -13,8 +13,6 @@ Why this order:
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 
@@ -80,5 +78,5 @@ def parallelize(model: Transformer, mode: str, device: torch.device, *, compile:
 
 def unwrap(model: nn.Module) -> Transformer:
     """The Transformer under a DDP wrapper (FSDP2 and compile-per-block keep the root a Transformer)."""
-    inner: Optional[nn.Module] = getattr(model, "module", None)
+    inner: nn.Module | None = getattr(model, "module", None)
     return inner if isinstance(inner, Transformer) else model  # type: ignore[return-value]

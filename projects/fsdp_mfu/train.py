@@ -28,7 +28,7 @@ from . import distributed as distmod
 from .configs import get_config
 from .data import BatchSpec, SyntheticBatches, TextBatches, load_stdlib_bytes
 from .flops import flops_per_token, peak_flops
-from .trainer import Trainer, TrainConfig
+from .trainer import TrainConfig, Trainer
 
 
 def parse_args(argv=None) -> argparse.Namespace:

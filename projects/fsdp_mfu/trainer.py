@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 from torch import nn
@@ -44,9 +43,9 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: float = 0.95
     weight_decay: float = 0.1
-    grad_clip: Optional[float] = 1.0
+    grad_clip: float | None = 1.0
     seed: int = 0
-    fused_adamw: Optional[bool] = None  # None: fused on CUDA, foreach elsewhere
+    fused_adamw: bool | None = None  # None: fused on CUDA, foreach elsewhere
     meta_init: bool = False  # build on the meta device, shard, then materialise (models bigger than a GPU)
 
     def __post_init__(self) -> None:

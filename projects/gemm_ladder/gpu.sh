@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # gemm_ladder on the H200, one script per round (HELPERS.md): run from the repo root with $OUTDIR set.
-#   build (cold, timed; the BF16 ladder's build in parallel) -> SGEMM GPU tests -> tile sweep -> sgemm bench
-#   -> resource usage (registers / shared memory / spills) -> ncu on key rungs -> the BF16 ladder's own steps.
-# Every step has a timeout and writes its log under $OUTDIR/sgemm/; steps.txt lists each step's rc and seconds.
+#   build (cold, timed; the BF16 ladder's build in parallel) -> [warm start] -> SGEMM GPU tests -> [tile sweep]
+#   -> sgemm bench -> resource usage (registers / shared memory / spills) -> [ncu] -> the BF16 ladder's steps,
+#   given what is left of the round's budget. Every step has a timeout and logs under $OUTDIR/sgemm/;
+#   steps.txt lists each step's rc and seconds.
 set -u
 : "${OUTDIR:?set OUTDIR}"
 P=projects/gemm_ladder
 LOG="$OUTDIR/sgemm"
 mkdir -p "$LOG"
-# Set by the SGEMM engineer before each round: quick|full, whether to profile, whether the BF16 part is ready.
-MODE=quick
-PROFILE=0
-RUN_BF16=1
-BF16_NCU="skip"   # "skip": no ncu in the BF16 part this round; "default": its own list
+# Set by the SGEMM engineer before each round ([bracketed] steps are off when 0).
+MODE=quick      # quick|full sgemm bench
+WARM=0          # time a warm start (round 1: 4.5 s, evidence/build_round1.txt)
+SWEEP=0         # re-run the tile sweep (round 1: evidence/sweep_4096.txt)
+PROFILE=0       # ncu on key rungs
+RUN_BF16=1      # the BF16 ladder's own gpu.sh after ours
+BUDGET=130      # seconds the lead gives gemm_ladder this round; the BF16 part gets what is left
 PY=python
 command -v python >/dev/null || PY=python3
+T0=$EPOCHREALTIME
 
 step() {  # step NAME SECONDS CMD...: run CMD with a timeout, log to $LOG/NAME.log, record rc and duration
   local name=$1 limit=$2
@@ -37,20 +41,27 @@ from gpufolio_projects.gemm_ladder.sgemm import registry
 registry.load(); print(f'cold build of the SGEMM ladder: {time.time() - t:.1f} s')"
 unset GPUFOLIO_BUILD_VERBOSE
 grep -E "ptxas info|spill|bytes stack" "$LOG/build_cold.log" >"$LOG/ptxas_v.txt"
-step build_warm 60 $PY -c "
+if [ "$WARM" = 1 ]; then
+  step build_warm 60 $PY -c "
 import time; t = time.time()
 from gpufolio_projects.gemm_ladder.sgemm import registry
 registry.load(); print(f'warm start (cached build): {time.time() - t:.1f} s')"
-SO=$(find "$P/.build/gpufolio_sgemm" -name '*.so' | head -1)
+fi
+SO=$($PY -c "import glob; from gpufolio_projects.gemm_ladder.build import build_dir; \
+print((glob.glob(str(build_dir('gpufolio_sgemm') / '*.so')) or [''])[0])" 2>/dev/null)
 [ -n "$SO" ] && step res_usage 30 cuobjdump --dump-resource-usage "$SO"
 
-step tests 90 $PY -m pytest -m gpu "$P/tests/test_sgemm_gpu.py" -q -x -p no:cacheprovider
-step sweep 60 $PY -m gpufolio_projects.gemm_ladder.sgemm.sweep --size 4096
-cp "$LOG/sweep.log" "$OUTDIR/sgemm_sweep_4096.txt"
+step tests 60 $PY -m pytest -m gpu "$P/tests/test_sgemm_gpu.py" -q -p no:cacheprovider
+tail -3 "$LOG/tests.log"
+if [ "$SWEEP" = 1 ]; then
+  step sweep 60 $PY -m gpufolio_projects.gemm_ladder.sgemm.sweep --size 4096
+  cp "$LOG/sweep.log" "$OUTDIR/sgemm_sweep_4096.txt"
+fi
 
-BENCH_ARGS=(--project gemm_ladder --bench sgemm --out "$OUTDIR" --no-progress)
+BENCH_ARGS=(--project gemm_ladder --bench sgemm --out "$OUTDIR" --no-progress --timeout 60)
 [ "$MODE" = quick ] && BENCH_ARGS+=(--quick)
 step bench 400 $PY -m gpufolio bench "${BENCH_ARGS[@]}"
+grep -E "sgemm|run " "$LOG/bench.log" | tail -45
 
 if [ "$PROFILE" = 1 ]; then
   # Hardware counters at 4096^3 for the rungs the writeup leans on, and cuBLAS's kernel for comparison.
@@ -59,8 +70,11 @@ if [ "$PROFILE" = 1 ]; then
     --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__inst_executed_pipe_fma.sum,sm__cycles_elapsed.avg.per_second \
     $PY -m gpufolio_projects.gemm_ladder.sgemm.profile_rungs --size 4096 --rungs 03,05,06,07,09,10
 fi
+echo "--- sgemm steps"; cat "$LOG/steps.txt"
 
 if [ "$RUN_BF16" = 1 ] && [ -f "$P/bf16/gpu.sh" ]; then
-  if [ "$BF16_NCU" = skip ]; then BF16_NCU_VARIANTS="" bash "$P/bf16/gpu.sh"; else bash "$P/bf16/gpu.sh"; fi
+  LEFT=$(awk "BEGIN{print int($BUDGET - ($EPOCHREALTIME - $T0))}")
+  echo "--- bf16 part: ${LEFT} s left of ${BUDGET}; no probe sweep, no ncu (the round's limit cuts the rest)"
+  BF16_NCU_VARIANTS="" BF16_PROBE=0 BF16_BENCH_MODE="${BF16_BENCH_MODE:-quick}" \
+    bash "$P/bf16/gpu.sh"
 fi
-echo "--- sgemm steps"; cat "$LOG/steps.txt"

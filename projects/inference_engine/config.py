@@ -141,6 +141,9 @@ class EngineConfig:
     # "auto": the Triton kernels on a GPU, the PyTorch ops on the CPU; "triton" on the CPU runs them under
     # TRITON_INTERPRET (tests); "torch" on a GPU is the unfused comparison.
     kernels: str = "auto"
+    # with Triton kernels: linears with at most this many rows (decode at small batch) use the Triton skinny
+    # GEMM instead of cuBLAS; 0 turns it off
+    skinny_max_m: int = 16
     # prefill attention through projects/flash_attention when importable (GPU, bf16/fp16), else SDPA
     flash_prefill: bool = True
     max_graph_batch: int = 256
@@ -159,5 +162,7 @@ class EngineConfig:
             raise ValueError("max_model_len must be at least 2")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ValueError(f"kernels {self.kernels!r}: auto, triton or torch")
+        if not 0 <= self.skinny_max_m <= 16:
+            raise ValueError("skinny_max_m must be in [0, 16]")
         if self.max_graph_batch < 1:
             raise ValueError("max_graph_batch must be positive")

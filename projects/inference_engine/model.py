@@ -10,6 +10,7 @@ token belongs to which sequence and where its K/V goes in the paged cache.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -20,15 +21,30 @@ from .attention import AttentionMetadata
 from .config import ModelConfig
 
 
+@dataclass
+class KernelChoice:
+    """Which implementation the forward runs. One instance is shared by every module and read at call time,
+    so a profile can flip it (CUDA graphs must then be captured again)."""
+
+    triton: bool = False  # fused Triton kernels (GPU; CPU under TRITON_INTERPRET) instead of PyTorch ops
+    skinny_max_m: int = 16  # with triton: linears of at most this many rows use the Triton skinny GEMM
+
+    def linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        if self.triton and 0 < x.shape[0] <= self.skinny_max_m:
+            from .triton_ops import skinny_linear
+            return skinny_linear(x, layer.weight)
+        return layer(x)
+
+
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float, use_triton: bool = False):
+    def __init__(self, dim: int, eps: float, kernels: Optional[KernelChoice] = None):
         super().__init__()
-        self.eps, self.use_triton = eps, use_triton
+        self.eps, self.kernels = eps, kernels or KernelChoice()
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor, residual: Optional[torch.Tensor] = None):
         """With ``residual``: returns (norm(x + residual), x + residual) — the pre-norm block's add and norm."""
-        if self.use_triton:
+        if self.kernels.triton:
             from .triton_ops import add_rmsnorm
             return add_rmsnorm(x, residual, self.weight, self.eps)
         if residual is not None:
@@ -85,11 +101,11 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Attention(nn.Module):
-    def __init__(self, config: ModelConfig, rope: RotaryEmbedding, use_triton: bool = False,
-                 prefill_attention: Optional[attention.PrefillAttention] = None):
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding, kernels: KernelChoice,
+                 prefill_attention: attention.PrefillAttention):
         super().__init__()
-        self.use_triton = use_triton
-        self.prefill_attention = prefill_attention or attention.PrefillAttention()
+        self.kernels = kernels
+        self.prefill_attention = prefill_attention
         self.num_heads, self.num_kv_heads, self.head_dim = (
             config.num_attention_heads, config.num_key_value_heads, config.head_dim)
         self.q_size, self.kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
@@ -99,9 +115,9 @@ class Attention(nn.Module):
         self.scale = self.head_dim ** -0.5
 
     def forward(self, positions, x, kv_cache: tuple[torch.Tensor, torch.Tensor], meta: AttentionMetadata):
-        qkv = self.qkv_proj(x)
+        qkv = self.kernels.linear(self.qkv_proj, x)
         k_cache, v_cache = kv_cache
-        if self.use_triton:  # one fused kernel: RoPE on q and k, k and v into the paged cache
+        if self.kernels.triton:  # one fused kernel: RoPE on q and k, k and v into the paged cache
             from .triton_ops import rope_store
             q, k = rope_store(qkv, positions, self.rope.cos_sin, meta.slot_mapping, k_cache, v_cache,
                               self.num_heads, self.num_kv_heads, self.head_dim, return_k=meta.is_prefill)
@@ -117,34 +133,34 @@ class Attention(nn.Module):
             o = self.prefill_attention(q, k, v, k_cache, v_cache, meta, self.scale)
         else:
             o = attention.paged_decode(q, k_cache, v_cache, meta.block_tables, meta.context_lens, self.scale,
-                                       self.use_triton)
-        return self.o_proj(o.reshape(-1, self.q_size))
+                                       self.kernels.triton)
+        return self.kernels.linear(self.o_proj, o.reshape(-1, self.q_size))
 
 
 class MLP(nn.Module):
-    def __init__(self, config: ModelConfig, use_triton: bool = False):
+    def __init__(self, config: ModelConfig, kernels: KernelChoice):
         super().__init__()
-        self.use_triton = use_triton
+        self.kernels = kernels
         self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
 
     def forward(self, x):
-        gate_up = self.gate_up_proj(x)
-        if self.use_triton:
+        gate_up = self.kernels.linear(self.gate_up_proj, x)
+        if self.kernels.triton:
             from .triton_ops import silu_mul
-            return self.down_proj(silu_mul(gate_up))
+            return self.kernels.linear(self.down_proj, silu_mul(gate_up))
         gate, up = gate_up.chunk(2, dim=-1)
-        return self.down_proj(nn.functional.silu(gate) * up)
+        return self.kernels.linear(self.down_proj, nn.functional.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, config: ModelConfig, rope: RotaryEmbedding, use_triton: bool,
+    def __init__(self, config: ModelConfig, rope: RotaryEmbedding, kernels: KernelChoice,
                  prefill_attention: attention.PrefillAttention):
         super().__init__()
-        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, use_triton)
-        self.self_attn = Attention(config, rope, use_triton, prefill_attention)
-        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, use_triton)
-        self.mlp = MLP(config, use_triton)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, kernels)
+        self.self_attn = Attention(config, rope, kernels, prefill_attention)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, kernels)
+        self.mlp = MLP(config, kernels)
 
     def forward(self, positions, x, residual, kv_cache, meta):
         if residual is None:
@@ -157,17 +173,18 @@ class DecoderLayer(nn.Module):
 
 
 class LlamaForCausalLM(nn.Module):
-    def __init__(self, config: ModelConfig, max_len: int, use_triton: bool = False,
+    def __init__(self, config: ModelConfig, max_len: int, kernels: Optional[KernelChoice] = None,
                  flash_prefill: bool = True):
-        """use_triton: fused Triton kernels (GPU; CPU under TRITON_INTERPRET) instead of the PyTorch ops.
-        flash_prefill: let prefill use projects/flash_attention when it is importable (GPU, bf16/fp16)."""
+        """kernels: which implementations run (default: PyTorch ops). flash_prefill: let prefill use
+        projects/flash_attention when it is importable (GPU, bf16/fp16)."""
         super().__init__()
+        self.kernels = kernels or KernelChoice()
         self.prefill_attention = attention.PrefillAttention(flash_prefill)
         self.config = config
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         rope = RotaryEmbedding(config, max_len)
-        self.layers = nn.ModuleList(DecoderLayer(config, rope, use_triton, self.prefill_attention) for _ in range(config.num_hidden_layers))
-        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, use_triton)
+        self.layers = nn.ModuleList(DecoderLayer(config, rope, self.kernels, self.prefill_attention) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, self.kernels)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.tie_weights()
 
@@ -185,7 +202,7 @@ class LlamaForCausalLM(nn.Module):
         return x
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(hidden).float()
+        return self.kernels.linear(self.lm_head, hidden).float()
 
 
 # -- weights ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import torch
 
 from .attention import AttentionMetadata
 from .config import EngineConfig
-from .model import LlamaForCausalLM, load_hf_weights, random_init_
+from .model import KernelChoice, LlamaForCausalLM, load_hf_weights, random_init_
 from .sampler import Sampler
 from .scheduler import ScheduledBatch
 from .sequence import Sequence
@@ -60,7 +60,7 @@ class ModelRunner:
         use_triton = cfg.kernels == "triton" or (cfg.kernels == "auto" and self.device.type == "cuda")
         with torch.device("meta"):
             model = LlamaForCausalLM(cfg.model_config, cfg.max_model_len + cfg.scheduler.num_decode_steps,
-                                     use_triton, cfg.flash_prefill)
+                                     KernelChoice(use_triton, cfg.skinny_max_m), cfg.flash_prefill)
         model.to_empty(device=self.device)
         model.tie_weights()  # to_empty replaces each module's parameter separately, which unties them
         for layer in model.layers:

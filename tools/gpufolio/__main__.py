@@ -44,11 +44,17 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate results files and notes; list stale records")
     c.add_argument("paths", nargs="*", type=Path, help="results files (default: the whole store)")
     sub.add_parser("provenance", help="write .gpufolio/provenance.json for a copy of the tree without .git")
-    for name, help_ in (("site", "render the site"), ("worklog", "draft a worklog entry"),
-                        ("pr-note", "draft an OSS-PR note from a local clone")):
-        s = sub.add_parser(name, help=help_, add_help=False)
-        s.add_argument("rest", nargs=argparse.REMAINDER)
+    for name, help_ in DELEGATED.items():
+        sub.add_parser(name, help=help_[1], add_help=False)
     return p
+
+
+# Commands whose arguments belong to another module: everything after the command name is passed on as is.
+DELEGATED = {
+    "site": ("site", "render the site (then mkdocs build --strict)"),
+    "worklog": ("worklog", "draft a worklog entry"),
+    "pr-note": ("prnotes.cli", "draft an OSS-PR note from a local clone"),
+}
 
 
 def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
@@ -139,6 +145,12 @@ def _delegate(module: str, rest: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:
+        try:
+            return _delegate(DELEGATED[argv[0]][0], argv[1:])
+        except CliError as e:
+            print(f"gpufolio {argv[0]}: {e}", file=sys.stderr)
+            return 2
     args = _parser().parse_args(argv)
     try:
         if args.cmd == "bench":
@@ -147,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_env(args)
         if args.cmd == "check":
             return cmd_check(args)
-        if args.cmd == "provenance":
-            return cmd_provenance()
-        module = {"site": "site", "worklog": "worklog", "pr-note": "prnotes.cli"}[args.cmd]
-        return _delegate(module, args.rest)
+        return cmd_provenance()
     except CliError as e:
         print(f"gpufolio {args.cmd}: {e}", file=sys.stderr)
         return 2

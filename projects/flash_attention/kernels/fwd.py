@@ -29,9 +29,10 @@ LOG2E = 1.4426950408889634
 
 @triton.jit
 def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk_scale, seqlen_k, diag,
-               BLOCK_N: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+               BLOCK_N: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+               WARP_SPECIALIZE: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         k = desc_k.load([kv_row0 + start_n, 0])
         qk = tl.dot(q, k.T, input_precision=PRECISION)
         if MASK:
@@ -61,7 +62,7 @@ def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk_sca
 @triton.jit(do_not_specialize=["seqlen_q", "seqlen_k", "num_heads", "group"])
 def _attn_fwd_kernel(desc_q, desc_k, desc_v, Out, LSE, qk_scale, seqlen_q, seqlen_k, num_heads, group,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
+                     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
     # grid: (cdiv(Sq, BLOCK_M), B·H). Causal: the last query blocks see the most keys; launch them first so the
     # long programs do not end up in the tail wave.
     pid_m = tl.program_id(0)
@@ -90,10 +91,11 @@ def _attn_fwd_kernel(desc_q, desc_k, desc_v, Out, LSE, qk_scale, seqlen_q, seqle
         full_end = seqlen_k
         hi = seqlen_k
     full_end = (full_end // BLOCK_N) * BLOCK_N
+    # Warp specialisation (an experimental config) applies to the long unmasked loop only.
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, 0, full_end, offs_m, qk_scale,
-                               seqlen_k, diag, BLOCK_N, False, CAUSAL, PRECISION)
+                               seqlen_k, diag, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE)
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, full_end, hi, offs_m, qk_scale,
-                               seqlen_k, diag, BLOCK_N, True, CAUSAL, PRECISION)
+                               seqlen_k, diag, BLOCK_N, True, CAUSAL, PRECISION, False)
 
     empty = l_i == 0.0
     o = acc / tl.where(empty, 1.0, l_i)[:, None]

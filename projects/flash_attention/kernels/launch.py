@@ -75,10 +75,10 @@ def attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sc
             _desc(q, cfg.block_m), _desc(k, cfg.block_n), _desc(v, cfg.block_n), o, lse,
             scale * LOG2E, Sq, Sk, H, H // Hkv,
             HEAD_DIM=D, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal, PRECISION=_precision(q.dtype),
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            WARP_SPECIALIZE=cfg.warp_specialize, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         _report(f"fwd causal={causal}", cfg, compiled)
 
-    cfg = config or TUNER.pick(_tune_key("fwd", q, k, causal), candidates("fwd", D), launch)
+    cfg = config or TUNER.pick(_tune_key("fwd", q, k, causal), candidates("fwd", D), launch, lambda: [o, lse])
     launch(cfg)
     return o, lse
 
@@ -127,13 +127,15 @@ def attn_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         _report(f"bwd_dq causal={causal}", cfg, compiled)
 
     dkdv_name = "bwd_dkdv_atomic" if atomic_dq else "bwd_dkdv"
-    cfg = dkdv_config or TUNER.pick(_tune_key(dkdv_name, q, k, causal), candidates(dkdv_name, D), launch_dkdv)
+    cfg = dkdv_config or TUNER.pick(_tune_key(dkdv_name, q, k, causal), candidates(dkdv_name, D), launch_dkdv,
+                                    lambda: [dk, dv])
     launch_dkdv(cfg)
     if atomic_dq:
         _dq_convert_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK),)](
             dq_acc, dq, scale, n_rows, HEAD_DIM=D, BLOCK=PREPROCESS_BLOCK, num_warps=4)
         return dq, dk, dv
-    cfg = dq_config or TUNER.pick(_tune_key("bwd_dq", q, k, causal), candidates("bwd_dq", D), launch_dq)
+    cfg = dq_config or TUNER.pick(_tune_key("bwd_dq", q, k, causal), candidates("bwd_dq", D), launch_dq,
+                                  lambda: [dq])
     launch_dq(cfg)
     return dq, dk, dv
 

@@ -9,10 +9,9 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
 from gpufolio_projects.fsdp_mfu.configs import get_config
 from gpufolio_projects.fsdp_mfu.data import BatchSpec, SyntheticBatches
-from gpufolio_projects.fsdp_mfu.trainer import Trainer, TrainConfig
+from gpufolio_projects.fsdp_mfu.trainer import TrainConfig, Trainer
 
 WORLD = 2
 GLOBAL_BATCH, SEQ = 4, 32

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from gpufolio_projects.fsdp_mfu.configs import CONFIGS, ModelConfig
 
 

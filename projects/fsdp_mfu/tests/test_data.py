@@ -5,7 +5,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpufolio_projects.fsdp_mfu.data import (  # noqa: E402
-    BatchSpec, SyntheticBatches, TextBatches, is_val, load_stdlib_bytes, stdlib_files,
+    BatchSpec,
+    SyntheticBatches,
+    TextBatches,
+    is_val,
+    load_stdlib_bytes,
+    stdlib_files,
 )
 
 

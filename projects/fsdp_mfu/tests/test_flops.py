@@ -4,12 +4,11 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
-
 from gpufolio_projects.fsdp_mfu.configs import ModelConfig  # noqa: E402
 from gpufolio_projects.fsdp_mfu.flops import flops_per_token, matmul_params, mfu, peak_flops  # noqa: E402
 from gpufolio_projects.fsdp_mfu.model import Transformer  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 
 @pytest.mark.parametrize("kv_heads,T", [(4, 48), (2, 64), (1, 40)])

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from gpufolio_projects.fsdp_mfu.configs import ModelConfig  # noqa: E402
 from gpufolio_projects.fsdp_mfu.memory import predict  # noqa: E402
-from gpufolio_projects.fsdp_mfu.trainer import Trainer, TrainConfig  # noqa: E402
+from gpufolio_projects.fsdp_mfu.trainer import TrainConfig, Trainer  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -57,9 +57,8 @@ def test_modes_agree_in_bf16():
 def test_fast_sdpa_backend_takes_our_shapes(backend, kv_heads):
     """bf16, causal, D=128, fwd+bwd: raises if the backend refuses (then SDPA would fall back to math)."""
     _cuda()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
     from gpufolio_projects.fsdp_mfu.kernels import attention_sdpa
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     q = torch.randn(2, 16, 512, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     k = torch.randn(2, kv_heads, 512, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -92,3 +91,20 @@ def test_memory_prediction_eager(mode):
     pred = predict(cfg, 8, 1024, mode=mode, dtype="bfloat16").peak
     print(f"{mode}: predicted {pred / 2**30:.3f} GiB, measured {measured / 2**30:.3f} GiB")
     assert abs(pred / measured - 1) < 0.15
+
+
+def test_report_which_sdpa_kernel_auto_picks():
+    """Not a pass/fail property of our code: prints the kernels SDPA's default choice launches at the headline's
+    attention shape (bf16, causal, H=16, D=128), so the bench's sdpa=auto rows can be read."""
+    _cuda()
+    from gpufolio_projects.fsdp_mfu.kernels import attention_sdpa
+    from torch.profiler import ProfilerActivity, profile
+
+    q, k, v = (torch.randn(2, 16, 2048, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        attention_sdpa(q, k, v).sum().backward()
+        torch.cuda.synchronize()
+    names = sorted({e.key for e in prof.key_averages() if "elementwise" not in e.key and "reduce" not in e.key})
+    print("sdpa auto kernels:", names)
+    assert names

@@ -85,3 +85,13 @@ def test_backward_prefetch_variants(prefetch, rows):
     rs, rw = torch.autograd.grad(y, (s64, w64), dy.double())
     assert_close(ds, rs + dr.double(), torch.float32)
     assert_close(dw, rw, torch.float32, scale=5)
+
+
+def test_only_residual_out_used():
+    """y unused: the backward gets dy=None and must pass the residual's gradient straight through."""
+    x, r, w = torch.randn(3, 100, requires_grad=True), torch.randn(3, 100, requires_grad=True), torch.randn(100)
+    w.requires_grad_()
+    _, s = arn.add_rmsnorm(x, r, w)
+    dr = torch.randn(3, 100)
+    gx, gr, gw = torch.autograd.grad(s, (x, r, w), dr)
+    assert torch.equal(gx, dr) and torch.equal(gr, dr) and torch.equal(gw, torch.zeros(100))

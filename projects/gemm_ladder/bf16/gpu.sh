@@ -3,7 +3,9 @@
 #   build -> GPU tests (each rung vs fp32, ragged shapes; a hung kernel is found by the test timeout)
 #   -> bench (rungs whose tests all passed, plus cuBLAS) -> SASS counts -> ncu at 8192^3 on key rungs.
 # projects/gemm_ladder/gpu.sh calls this after its own SGEMM steps.
-# Knobs: BF16_BENCH_MODE=quick|full|none (quick), BF16_NCU_VARIANTS ("" skips ncu), BF16_TEST_TIMEOUT (150).
+#   -> probe sweep (variants of the persistent kernel, exploration only; kept in probe.txt).
+# Knobs: BF16_BENCH_MODE=quick|full|none (quick), BF16_NCU_VARIANTS ("" skips ncu), BF16_TEST_TIMEOUT (150),
+#        BF16_PROBE=0 skips the probe sweep.
 set -u
 : "${OUTDIR:?set OUTDIR}"
 LOG="$OUTDIR/bf16"
@@ -12,7 +14,9 @@ PY="${PYTHON:-python3}"
 command -v "$PY" >/dev/null || PY=python
 MOD=gpufolio_projects.gemm_ladder.bf16
 BENCH_MODE="${BF16_BENCH_MODE:-quick}"
-NCU_VARIANTS="${BF16_NCU_VARIANTS-03_tma_wgmma 05_warp_specialized 09_tma_store_epilogue cublas}"
+NCU_VARIANTS="${BF16_NCU_VARIANTS-02_cp_async_pipeline 05_warp_specialized 07_grouped_raster 08_cluster_multicast cublas}"
+# ncu is not always on PATH (round 1 found none there).
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 stamp() { echo "[bf16 $(date -u +%H:%M:%S)] $*" | tee -a "$LOG/steps.log"; }
 
 # A build killed by a timeout (e.g. the SGEMM script's background prebuild) leaves torch's lock file behind and
@@ -62,6 +66,14 @@ if [ "$BENCH_MODE" != none ] && [ ${#GOOD[@]} -gt 0 ]; then
   tail -40 "$LOG/bench.log" | tee -a "$LOG/steps.log"
 fi
 
+if [ "${BF16_PROBE:-1}" = 1 ] && [ ${#GOOD[@]} -gt 0 ]; then
+  stamp "probe"
+  timeout --kill-after=5 "${BF16_PROBE_TIMEOUT:-120}" "$PY" -m $MOD.probe --shape 8192 8192 8192 --shape 8192 28672 4096 \
+    --shape 2048 2048 2048 >"$LOG/probe.txt" 2>&1
+  stamp "probe rc=$?"
+  tee -a "$LOG/steps.log" <"$LOG/probe.txt"
+fi
+
 stamp "sass"
 SO=$("$PY" -c "from gpufolio_projects.gemm_ladder.build import build_dir; import glob; \
 print((glob.glob(str(build_dir('gpufolio_bf16_gemm') / '*.so')) or [''])[0])")
@@ -78,19 +90,21 @@ else
   stamp "no .so ($SO) or cuobjdump"
 fi
 
-if [ -n "$NCU_VARIANTS" ] && command -v ncu >/dev/null; then
+stamp "ncu binary: ${NCU:-none}"
+if [ -n "$NCU_VARIANTS" ] && [ -n "$NCU" ]; then
   METRICS="gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,\
 sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,\
 dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,\
-l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,launch__registers_per_thread,launch__grid_size"
+l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,launch__registers_per_thread,launch__grid_size,\
+sm__cycles_active.avg,sm__cycles_elapsed.avg,smsp__cycles_active.avg.pct_of_peak_sustained_elapsed"
   for v in $NCU_VARIANTS; do
     if [ "$v" != cublas ] && [[ ! " ${GOOD[*]:-} " =~ " $v " ]]; then continue; fi
     stamp "ncu $v"
-    timeout 60 ncu --clock-control none --nvtx --nvtx-include "profile/" -c 1 --metrics "$METRICS" --csv \
+    timeout 60 "$NCU" --clock-control none --nvtx --nvtx-include "profile/" -c 1 --metrics "$METRICS" --csv \
       "$PY" -m $MOD.profile "$v" 8192 8192 8192 >"$LOG/ncu_$v.csv" 2>"$LOG/ncu_$v.err"
     rc=$?
     if [ $rc != 0 ]; then  # a metric this ncu does not know: retry with the basic set
-      timeout 60 ncu --clock-control none --nvtx --nvtx-include "profile/" -c 1 --csv \
+      timeout 60 "$NCU" --clock-control none --nvtx --nvtx-include "profile/" -c 1 --csv \
         --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
         "$PY" -m $MOD.profile "$v" 8192 8192 8192 >"$LOG/ncu_$v.csv" 2>>"$LOG/ncu_$v.err"
       rc=$?

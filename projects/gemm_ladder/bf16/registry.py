@@ -18,6 +18,8 @@ HERE = Path(__file__).resolve().parent
 KERNEL_DIR = HERE / "kernels"
 EXTENSION_NAME = "gpufolio_bf16_gemm"
 BINDINGS = "bindings.cpp"
+# Not rungs: variants of the persistent kernel that probe.py times to choose the next rung.
+PROBE_SOURCES = ("probe_a.cu", "probe_b.cu")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ def get(rung_id: str) -> Rung:
 
 def sources() -> tuple[str, ...]:
     """Extension sources relative to projects/gemm_ladder/ (what build.load_extension expects)."""
-    return tuple(f"bf16/kernels/{r.file}" for r in RUNGS) + (f"bf16/kernels/{BINDINGS}",)
+    files = [r.file for r in RUNGS] + list(PROBE_SOURCES) + [BINDINGS]
+    return tuple(f"bf16/kernels/{f}" for f in files)
 
 
 def check_shape(M: int, N: int, K: int) -> None:

@@ -1,14 +1,21 @@
-// The only torch-facing file of the SGEMM ladder: rungNN(A, B, C) writes C = A @ B with rung NN's kernel.
-// Every shape constraint is checked here BEFORE launch (registry.py states the same ones for the bench), and
-// every launch is followed by cudaGetLastError so a bad configuration fails loudly instead of leaving C stale.
+// The only torch-facing file of the SGEMM ladder: rungNN(A, B, C) writes C = A @ B with rung NN's kernel and
+// returns "" on success, or says why it did not launch (or why the launch failed). Every shape constraint is
+// checked here BEFORE launch (registry.py states the same ones and the bench checks them first), and every
+// launch is followed by cudaGetLastError so a bad configuration is reported instead of leaving C stale.
+//
+// Errors are returned, not thrown: on the H200 box a C++ exception thrown from this module (TORCH_CHECK)
+// crashed the Python process instead of raising (round 1, a refused shape in the GPU tests), while returned
+// strings cannot. registry.launch() turns a non-empty string into a Python RuntimeError.
+//
 // Narrow includes instead of <torch/extension.h>: this file is the slowest of the cold build (torch's
-// headers), and the tensor + pybind casters are all it needs (4x less compile time).
+// headers), and the tensor + pybind casters are all it needs.
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,31 +28,51 @@ using Launcher = void (*)(int, int, int, const float*, const float*, float*, cud
 // What a rung accepts: any M, N, K; or rows of 16 bytes (float4 loads of A and B, float4 stores of C).
 enum class Shapes { kAny, kNK4 };
 
-void run(const char* rung, Launcher launch, Shapes shapes, const at::Tensor& A, const at::Tensor& B,
-         const at::Tensor& C) {
-  TORCH_CHECK(A.is_cuda() && B.is_cuda() && C.is_cuda(), rung, ": A, B and C must be CUDA tensors");
-  TORCH_CHECK(A.scalar_type() == at::kFloat && B.scalar_type() == at::kFloat && C.scalar_type() == at::kFloat,
-              rung, ": A, B and C must be float32");
-  TORCH_CHECK(A.dim() == 2 && B.dim() == 2 && C.dim() == 2, rung, ": A, B and C must be 2-D");
-  TORCH_CHECK(A.is_contiguous() && B.is_contiguous() && C.is_contiguous(), rung, ": tensors must be contiguous");
-  TORCH_CHECK(A.device() == B.device() && A.device() == C.device(), rung, ": tensors on different devices");
-  const int64_t M = A.size(0), K = A.size(1), N = B.size(1);
-  TORCH_CHECK(B.size(0) == K && C.size(0) == M && C.size(1) == N, rung, ": shapes A[", M, ",", K, "] B[",
-              B.size(0), ",", N, "] C[", C.size(0), ",", C.size(1), "] do not compose");
-  TORCH_CHECK(M >= 1 && N >= 1 && K >= 1, rung, ": empty matrices are not supported");
-  // Grid y is at most 65535 blocks of >= 32 rows/columns; int offsets inside a row.
-  TORCH_CHECK(M <= 65535 * 32 && N <= 65535 * 32 && K < (int64_t{1} << 31), rung, ": matrix too large");
-  if (shapes == Shapes::kNK4) {
-    TORCH_CHECK(N % 4 == 0 && K % 4 == 0, rung, ": needs N and K multiples of 4 (16-byte rows), got N=", N,
-                " K=", K);
-    const auto aligned = [](const at::Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; };
-    TORCH_CHECK(aligned(A) && aligned(B) && aligned(C), rung, ": needs 16-byte aligned data pointers");
-  }
-  const c10::cuda::CUDAGuard guard(A.device());
-  launch(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), A.data_ptr<float>(), B.data_ptr<float>(),
-         C.data_ptr<float>(), c10::cuda::getCurrentCUDAStream());
-  C10_CUDA_CHECK(cudaGetLastError());
+template <typename... Parts>
+std::string say(const char* rung, const Parts&... parts) {
+  std::ostringstream out;
+  out << rung << ": ";
+  (out << ... << parts);
+  return out.str();
 }
+
+// "" when (A, B, C) is a problem the rung accepts; otherwise the reason.
+std::string refusal(const char* rung, Shapes shapes, const at::Tensor& A, const at::Tensor& B, const at::Tensor& C) {
+  if (!(A.is_cuda() && B.is_cuda() && C.is_cuda())) return say(rung, "A, B and C must be CUDA tensors");
+  if (A.scalar_type() != at::kFloat || B.scalar_type() != at::kFloat || C.scalar_type() != at::kFloat)
+    return say(rung, "A, B and C must be float32");
+  if (A.dim() != 2 || B.dim() != 2 || C.dim() != 2) return say(rung, "A, B and C must be 2-D");
+  if (!(A.is_contiguous() && B.is_contiguous() && C.is_contiguous())) return say(rung, "tensors must be contiguous");
+  if (A.device() != B.device() || A.device() != C.device()) return say(rung, "tensors on different devices");
+  const int64_t M = A.size(0), K = A.size(1), N = B.size(1);
+  if (B.size(0) != K || C.size(0) != M || C.size(1) != N)
+    return say(rung, "shapes A[", M, ",", K, "] B[", B.size(0), ",", N, "] C[", C.size(0), ",", C.size(1),
+               "] do not compose");
+  if (M < 1 || N < 1 || K < 1) return say(rung, "empty matrices are not supported");
+  // Grid y is at most 65535 blocks of >= 32 rows/columns; int offsets inside a row.
+  if (M > 65535 * 32 || N > 65535 * 32 || K >= (int64_t{1} << 31)) return say(rung, "matrix too large");
+  if (shapes == Shapes::kNK4) {
+    if (N % 4 != 0 || K % 4 != 0)
+      return say(rung, "needs N and K multiples of 4 (16-byte rows), got N=", N, " K=", K);
+    for (const at::Tensor* t : {&A, &B, &C})
+      if (reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 != 0)
+        return say(rung, "needs 16-byte aligned data pointers");
+  }
+  return "";
+}
+
+std::string run(const char* rung, Launcher launch, Shapes shapes, const at::Tensor& A, const at::Tensor& B,
+                const at::Tensor& C) {
+  std::string why = refusal(rung, shapes, A, B, C);
+  if (!why.empty()) return why;
+  const c10::cuda::CUDAGuard guard(A.device());
+  cudaGetLastError();  // an earlier, unrelated error must not be blamed on this launch
+  launch(static_cast<int>(A.size(0)), static_cast<int>(B.size(1)), static_cast<int>(A.size(1)),
+         A.data_ptr<float>(), B.data_ptr<float>(), C.data_ptr<float>(), c10::cuda::getCurrentCUDAStream());
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? std::string() : say(rung, "launch failed: ", cudaGetErrorString(err));
+}
+
 // The sweep configs of every family, in one list.
 std::vector<sgemm::SweepEntry> sweep_entries() {
   std::vector<sgemm::SweepEntry> all;
@@ -63,9 +90,10 @@ std::vector<sgemm::SweepEntry> sweep_entries() {
   m.def(                                                                                            \
       "rung" #id,                                                                                   \
       [](const at::Tensor& A, const at::Tensor& B, const at::Tensor& C) {                          \
-        run("rung" #id, launcher, shapes, A, B, C);                                                 \
+        return run("rung" #id, launcher, shapes, A, B, C);                                          \
       },                                                                                            \
-      "C = A @ B with " #launcher, py::arg("A"), py::arg("B"), py::arg("C"))
+      "C = A @ B with " #launcher "; returns '' or the reason it did not run", py::arg("A"),        \
+      py::arg("B"), py::arg("C"))
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   RUNG(01, sgemm_01_naive, Shapes::kAny);
@@ -84,13 +112,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("K"), py::arg("sms"));
 
   m.def("sweep_size", [] { return static_cast<int>(sweep_entries().size()); }, "number of sweep configs");
-  m.def("sweep_name", [](int i) { return std::string(sweep_entries().at(i).name); }, "label of sweep config i");
+  m.def(
+      "sweep_name",
+      [](int i) {
+        const auto entries = sweep_entries();
+        return i >= 0 && i < static_cast<int>(entries.size()) ? std::string(entries[i].name) : std::string();
+      },
+      "label of sweep config i ('' when out of range)");
   m.def(
       "sweep",
       [](int i, const at::Tensor& A, const at::Tensor& B, const at::Tensor& C) {
         const auto entries = sweep_entries();
-        TORCH_CHECK(i >= 0 && i < static_cast<int>(entries.size()), "sweep config ", i, " out of range");
-        run(entries[i].name, entries[i].launch, Shapes::kNK4, A, B, C);
+        if (i < 0 || i >= static_cast<int>(entries.size())) return std::string("sweep config out of range");
+        return run(entries[i].name, entries[i].launch, Shapes::kNK4, A, B, C);
       },
-      "time-tuning hook: C = A @ B with sweep config i (N, K multiples of 4)");
+      "time-tuning hook: C = A @ B with sweep config i (N, K multiples of 4); returns '' or the reason");
 }

@@ -15,7 +15,10 @@ __device__ __forceinline__ float4 load4_or_zero(const float* p, bool inside) {
   return inside ? *reinterpret_cast<const float4*>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
-// Kernels with more than 48 KB of shared memory must raise their dynamic limit before the first launch.
+// Kernels with more than 48 KB of shared memory must raise their dynamic limit before launch. Called on every
+// launch, not once behind a static flag: nvcc 13 gives each translation unit its own copy of a templated
+// kernel, while a function-local static in an inline template is shared by all of them, so "once" raised the
+// limit for one copy and the other failed with "invalid argument" (rung 12 beside rung 11, round 1).
 template <typename Kernel>
 inline void allow_smem(Kernel kernel, int bytes) {
   if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);

@@ -132,8 +132,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 // One block per output tile, plain stores (rung 11).
 template <class Cfg>
 void launch_cp_async(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream) {
-  static const bool ready = (allow_smem(sgemm_cp_async_kernel<Cfg, false>, Cfg::kSmemBytes), true);
-  (void)ready;
+  allow_smem(sgemm_cp_async_kernel<Cfg, false>, Cfg::kSmemBytes);
   const dim3 grid(ceil_div(N, Cfg::BN), ceil_div(M, Cfg::BM));
   sgemm_cp_async_kernel<Cfg, false><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(M, N, K, A, B, C);
 }
@@ -142,8 +141,7 @@ void launch_cp_async(int M, int N, int K, const float* A, const float* B, float*
 template <class Cfg>
 void launch_cp_async_split_k(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream,
                              int splits) {
-  static const bool ready = (allow_smem(sgemm_cp_async_kernel<Cfg, true>, Cfg::kSmemBytes), true);
-  (void)ready;
+  allow_smem(sgemm_cp_async_kernel<Cfg, true>, Cfg::kSmemBytes);
   const dim3 grid(ceil_div(N, Cfg::BN), ceil_div(M, Cfg::BM), splits);
   cudaMemsetAsync(C, 0, sizeof(float) * static_cast<size_t>(M) * N, stream);
   sgemm_cp_async_kernel<Cfg, true><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(M, N, K, A, B, C);

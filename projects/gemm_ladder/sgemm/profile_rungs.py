@@ -30,7 +30,7 @@ def main() -> None:
             n //= 2
         A, B = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
         C = torch.empty(n, n, device="cuda")
-        getattr(ext, rung.binding)(A, B, C)
+        registry.launch(ext, rung, A, B, C)
         torch.cuda.synchronize()
         print(f"{rung.name}: {n}^3", flush=True)
     n = args.size

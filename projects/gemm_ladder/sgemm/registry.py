@@ -100,8 +100,8 @@ RUNGS: tuple[Rung, ...] = (
     Rung("07", "bank_conflicts", "07 bank conflicts removed", "sgemm_07_bank_conflicts", "nk4", (128, 128), 256),
     Rung("08", "double_buffer", "08 double buffering", "sgemm_08_double_buffer", "nk4", (128, 128), 256),
     Rung("09", "autotuned_sm90", "09 tile sizes tuned for H200", "sgemm_09_autotuned_sm90", "nk4", (128, 256), 256),
-    Rung("10", "warptiling", "10 warp tiling", "sgemm_10_warptiling", "nk4", (128, 128), 256),
-    Rung("11", "cp_async_pipeline", "11 cp.async 3-stage pipeline", "sgemm_11_cp_async_pipeline", "nk4", (128, 128),
+    Rung("10", "warptiling", "10 warp tiling", "sgemm_10_warptiling", "nk4", (128, 256), 256),
+    Rung("11", "cp_async_pipeline", "11 cp.async 3-stage pipeline", "sgemm_11_cp_async_pipeline", "nk4", (128, 256),
          256),
     Rung("12", "split_k", "12 split-K for small grids", "sgemm_12_split_k", "nk4", (128, 128), 256),
 )
@@ -114,12 +114,12 @@ def split_k_splits(M: int, N: int, K: int, sms: int = H200_SMS) -> int:
     """Rung 12's K-split count (mirror of sgemm_12_splits in 12_split_k.cu; a test compares the two).
 
     Split only when the 128x128 output tiles cannot fill the 2 * sms resident block slots, into as many runs as
-    fill them, but keep >= 8 K-tiles of 16 per run and at most 16 runs."""
+    fit in one wave of them, but keep >= 8 K-tiles of 16 per run and at most 16 runs."""
     tiles, slots = ceil_div(M, 128) * ceil_div(N, 128), 2 * sms
     if tiles >= slots:
         return 1
     by_k = ceil_div(K, 16) // 8
-    wanted = ceil_div(slots, tiles)
+    wanted = slots // tiles
     return min(wanted, 16) if wanted < by_k else max(by_k, 1)
 
 
@@ -135,7 +135,23 @@ def sources() -> tuple[str, ...]:
 
 
 def load():
-    """Build (cold: about a minute on the GPU box) or load (warm: an import) the ladder's extension."""
+    """Build (cold: about 20 s on the GPU box) or load (warm: an import) the ladder's extension."""
     from gpufolio_projects.gemm_ladder.build import load_extension
 
     return load_extension(EXTENSION, sources())
+
+
+def launch(ext, rung: Rung, A, B, C) -> None:
+    """C = A @ B with ``rung``; raises RuntimeError with the binding's reason if it refused or failed.
+
+    The bindings return their error as a string instead of throwing (see bindings.cpp)."""
+    why = getattr(ext, rung.binding)(A, B, C)
+    if why:
+        raise RuntimeError(why)
+
+
+def sweep(ext, i: int, A, B, C) -> None:
+    """C = A @ B with sweep config ``i`` (sweep_*.cu); raises RuntimeError like ``launch``."""
+    why = ext.sweep(i, A, B, C)
+    if why:
+        raise RuntimeError(why)

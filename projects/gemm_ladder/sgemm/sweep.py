@@ -48,9 +48,9 @@ def main() -> None:
     rows = [("cublas (torch.matmul, TF32 off)", time_ms(lambda: torch.matmul(A, B, out=C)), 0.0)]
     for i in range(ext.sweep_size()):
         C.fill_(float("nan"))
-        ext.sweep(i, A, B, C)
+        registry.sweep(ext, i, A, B, C)
         err = (C - ref).abs().max().item()
-        rows.append((ext.sweep_name(i), time_ms(lambda i=i: ext.sweep(i, A, B, C)), err))
+        rows.append((ext.sweep_name(i), time_ms(lambda i=i: registry.sweep(ext, i, A, B, C)), err))
     print(f"# sweep at {n}^3 on {torch.cuda.get_device_name()}; max|C - cuBLAS| per config")
     base = rows[0][1]
     for name, ms, err in rows:

@@ -47,15 +47,14 @@ def test_rung_matches_fp64_or_refuses(ext, rung, shape):
     import torch
 
     A, B, C = _inputs(*shape)
-    launch = getattr(ext, rung.binding)
     try:
         rung.check_shape(*shape)
     except Unsupported:
         with pytest.raises(RuntimeError, match="multiples of 4"):
-            launch(A, B, C)
+            registry.launch(ext, rung, A, B, C)
         assert C.isnan().all(), "a refused call must not launch"
         return
-    launch(A, B, C)
+    registry.launch(ext, rung, A, B, C)
     torch.cuda.synchronize()
     _assert_close(C, A, B)
 
@@ -67,7 +66,7 @@ def test_every_sweep_config_is_correct(ext, shape):
     A, B, _ = _inputs(*shape, seed=1)
     for i in range(ext.sweep_size()):
         C = torch.full((shape[0], shape[1]), float("nan"), device="cuda")
-        ext.sweep(i, A, B, C)
+        registry.sweep(ext, i, A, B, C)
         torch.cuda.synchronize()
         _assert_close(C, A, B)
 
@@ -82,9 +81,12 @@ def test_bad_operands_are_refused(ext):
 
     A, B, C = _inputs(64, 64, 64)
     with pytest.raises(RuntimeError, match="compose"):
-        ext.rung10(A, B[:32].contiguous(), C)
+        registry.launch(ext, registry.by_name("10_warptiling"), A, B[:32].contiguous(), C)
     with pytest.raises(RuntimeError, match="contiguous"):
-        ext.rung03(A.t(), B, C)
+        registry.launch(ext, registry.by_name("03_smem_tiling"), A.t(), B, C)
     with pytest.raises(RuntimeError, match="float32"):
-        ext.rung01(A.double(), B, C)
+        registry.launch(ext, registry.by_name("01_naive"), A.double(), B, C)
+    with pytest.raises(RuntimeError, match="16-byte aligned"):  # a view 4 bytes into its storage
+        registry.launch(ext, registry.by_name("06_vectorize"), A, B, torch.empty(64 * 64 + 1, device="cuda")[1:].view(64, 64))
+    assert ext.sweep_name(10**6) == ""
     torch.cuda.synchronize()

@@ -82,18 +82,20 @@ def test_timing_budget_skips_only_slow_rungs_and_only_big_sizes():
 
 @pytest.mark.parametrize(("shape", "splits"), [
     ((4096, 4096, 4096), 1),    # 1024 tiles fill 264 slots
-    ((128, 4096, 4096), 9),     # 32 tiles -> ceil(264 / 32)
-    ((1, 4096, 4096), 9),
-    ((200, 520, 1000), 7),      # 10 tiles want 27 runs; K = 1000 has 63 K-tiles -> 7 runs of >= 8
+    ((128, 4096, 4096), 8),     # 32 tiles -> 264 // 32 = 8 runs: 256 blocks, one wave
+    ((1, 4096, 4096), 8),
+    ((1024, 1024, 1024), 4),    # 64 tiles -> 4 runs
+    ((200, 520, 1000), 7),      # 10 tiles want 26 runs; K = 1000 has 63 K-tiles -> 7 runs of >= 8
     ((257, 132, 20), 1),        # K too short to split
     ((16, 128, 1 << 20), 16),   # capped
 ])
 def test_split_k_arithmetic(shape, splits):
     assert registry.split_k_splits(*shape) == splits
     M, N, K = shape
-    runs = splits
-    per_run = registry.ceil_div(registry.ceil_div(K, 16), runs)
-    assert (runs - 1) * per_run < registry.ceil_div(K, 16) <= runs * per_run  # every K-tile in exactly one run
+    tiles = registry.ceil_div(M, 128) * registry.ceil_div(N, 128)
+    assert splits == 1 or tiles * splits <= 2 * registry.H200_SMS  # one wave
+    per_run = registry.ceil_div(registry.ceil_div(K, 16), splits)
+    assert (splits - 1) * per_run < registry.ceil_div(K, 16) <= splits * per_run  # every K-tile in exactly one run
 
 
 def test_configs():

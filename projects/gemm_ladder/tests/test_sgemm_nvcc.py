@@ -42,7 +42,8 @@ def test_split_k_host_arithmetic_matches_registry(tmp_path):
     )
     exe = tmp_path / "splits"
     out = subprocess.run(["nvcc", "-O1", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
-                          f"-I{PROJECT / 'sgemm'}", str(main), str(PROJECT / "sgemm/12_split_k.cu"), "-o", str(exe)],
+                          f"-I{PROJECT / 'sgemm'}", str(main), str(PROJECT / "sgemm/12_split_k.cu"),
+                          str(PROJECT / "sgemm/10_warptiling.cu"), "-o", str(exe)],
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     got = [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()]

@@ -1,6 +1,8 @@
 """The engine end to end on CPU: greedy decoding token-identical to Hugging Face generate (tiny fp32 model
 with Llama-3 RoPE scaling), across prompt lengths, prefix-cache hits, chunked prefill, preemption, multi-step
 decode, and the fused Triton path under the interpreter."""
+import os
+
 import pytest
 import torch
 
@@ -75,12 +77,14 @@ def test_eos_stops_a_sequence(hf_checkpoint, reference):
     assert out == ref[:ref.index(ref[4]) + 1]
 
 
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the Triton path on CPU needs the interpreter")
 def test_triton_path_under_interpreter_matches_hf(hf_checkpoint, reference):
+    """Fused norms, RoPE+store, skinny GEMMs (decode) and the paged decode kernel, end to end."""
     path, _ = hf_checkpoint
-    prompts = _prompts([2, 7, 18], seed=9)
-    outs = _engine(path, kernels="triton", bs=16).generate(prompts, SamplingParams(temperature=0.0, max_tokens=6,
+    prompts = _prompts([2, 18], seed=9)
+    outs = _engine(path, kernels="triton", bs=16).generate(prompts, SamplingParams(temperature=0.0, max_tokens=3,
                                                                                      ignore_eos=True))
-    assert outs == [reference(p)[:6] for p in prompts]
+    assert outs == [reference(p)[:3] for p in prompts]
 
 
 def test_streaming_yields_every_token_once(hf_checkpoint, reference):

@@ -1,13 +1,18 @@
 """Triton kernels under TRITON_INTERPRET=1 (set in conftest) against the PyTorch paths, fp32 and fp16 (the
 interpreter's bf16 tl.dot is not trustworthy; bf16 runs in test_gpu.py)."""
+import os
+
 import pytest
 import torch
 
 from gpufolio_projects.inference_engine.attention import paged_decode_reference
 from gpufolio_projects.inference_engine.config import ModelConfig
 from gpufolio_projects.inference_engine.model import RMSNorm, RotaryEmbedding
-from gpufolio_projects.inference_engine.triton_ops import add_rmsnorm, rope_store, silu_mul
+from gpufolio_projects.inference_engine.triton_ops import add_rmsnorm, rope_store, silu_mul, skinny_linear
 from gpufolio_projects.inference_engine.triton_paged_attention import paged_decode_triton
+
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                reason="CPU tensors through the Triton interpreter (GPU box: see test_gpu.py)")
 
 TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3)}
 
@@ -28,8 +33,8 @@ def _paged_setup(dtype, lens, H, Hkv, D, bs, num_blocks=64, seed=0):
     return q, k_cache, v_cache, tables, torch.tensor(lens, dtype=torch.int32)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("H,Hkv", [(4, 2), (8, 1), (4, 4)])
+@pytest.mark.parametrize("dtype,H,Hkv", [(torch.float32, 4, 2), (torch.float16, 4, 2), (torch.float16, 8, 1),
+                                         (torch.float32, 4, 4)])
 def test_paged_decode_kernel_matches_reference(dtype, H, Hkv):
     # context lengths: 1, a block boundary, mid-block, several tiles of BLOCK_N; 0 = a padding row
     lens = [1, 16, 23, 70, 0]
@@ -84,3 +89,13 @@ def test_silu_mul_matches_torch(dtype):
     gate, up = x.chunk(2, dim=-1)
     ref = torch.nn.functional.silu(gate) * up
     torch.testing.assert_close(silu_mul(x).float(), ref.float(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("M,N,K", [(1, 40, 64), (3, 17, 300), (16, 33, 512)])  # ragged N, K not a tile multiple
+def test_skinny_linear_matches_matmul(dtype, M, N, K):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(M, K, generator=g).to(dtype)
+    w = torch.randn(N, K, generator=g).to(dtype) / K ** 0.5
+    ref = (x.float() @ w.float().T)
+    torch.testing.assert_close(skinny_linear(x, w).float(), ref, **TOL[dtype])

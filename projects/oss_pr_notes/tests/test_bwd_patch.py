@@ -22,19 +22,20 @@ def test_patch_sets_the_measured_programs_per_sm():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M, N", [(4096, 4096), (3 * 1021, 1024), (37, 200)])
-def test_patched_launch_matches_upstream_on_gpu(M, N):
+def test_patched_launch_matches_upstream_on_gpu():
+    """One ragged case (3063 rows over 4 x 132 programs: the last ones get fewer rows, or none): it compiles two
+    kernels, all the GPU round's budget allows."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     pytest.importorskip("liger_kernel.ops.fused_add_rms_norm")
     from gpufolio_projects.oss_pr_notes.notes.liger_fused_add_rmsnorm_bwd.repro import bench, launch
 
-    inputs = bench._make_inputs(M, N, torch.bfloat16, torch.device("cuda"))(torch.Generator("cuda").manual_seed(0))
+    make = bench._make_inputs(3 * 1021, 1024, torch.bfloat16, torch.device("cuda"))
+    inputs = make(torch.Generator("cuda").manual_seed(0))
     dX_up, dW_up = bench._upstream(inputs)
-    for k in (2, launch.PATCH_PROGRAMS_PER_SM, 8):
-        dX, dW = launch.backward(inputs["dY"], inputs["dS_out"], inputs["S"], inputs["W"], inputs["RSTD"], 0.0,
-                                 bench.LLAMA, k)
-        assert torch.equal(dX, dX_up)  # each row is computed by the same code whichever program runs it
-        # dW: the same fp32 partial sums grouped differently, then rounded to bf16: a rounding apart at most
-        torch.testing.assert_close(dW.float(), dW_up.float(), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=1e-3)
+    dX, dW = launch.backward(inputs["dY"], inputs["dS_out"], inputs["S"], inputs["W"], inputs["RSTD"], 0.0,
+                             bench.LLAMA, launch.PATCH_PROGRAMS_PER_SM)
+    assert torch.equal(dX, dX_up)  # each row is computed by the same code whichever program runs it
+    # dW: the same fp32 partial sums grouped differently, then rounded to bf16: a rounding apart at most
+    torch.testing.assert_close(dW.float(), dW_up.float(), rtol=2 * torch.finfo(torch.bfloat16).eps, atol=1e-3)

@@ -25,8 +25,21 @@ def test_table_and_page_show_record_numbers(tmp_path, note_meta, write_note, sto
     assert "| M=4096, N=2048, dtype=bfloat16 | NVIDIA H200 | 1,500 | 3,000 | 2.00× |" in page
     assert "| M=32768, N=4096, dtype=bfloat16 | NVIDIA H200 | 2,500 | 2,000 | 0.80× |" in page
     # where the patch loses, the page says so
-    assert "slower than upstream at 1 of 2 shapes: M=32768, N=4096, dtype=bfloat16" in page
+    assert "the ratio is below 1 at 1 of 2 shapes (M=32768, N=4096, dtype=bfloat16)" in page
     assert "Reviewers asked for a test at an odd width." in page
+    assert "Other variants" not in page  # the run holds only the two
+
+
+def test_other_variants_of_the_run_are_shown(tmp_path, note_meta, write_note, store_frame):
+    import pandas as pd
+
+    extra = store_frame[store_frame["variant"] == "patched"].copy()
+    extra["variant"] = "patched_x8"
+    extra["value"] = extra["value"] * 1.1
+    note = read_note(write_note(note_meta("open")))
+    write_pages(tmp_path, pd.concat([store_frame, extra]), notes=[note])
+    page = (tmp_path / "contributions" / "fused_add_rmsnorm.md").read_text()
+    assert "| `patched_x8` | M=4096, N=2048, dtype=bfloat16 | 3,300 | 2.20× |" in page
     assert "A multi-row kernel." in page  # the note's own body
 
 

@@ -115,9 +115,24 @@ def _results_section(note: Note, frame) -> list[str]:
         lines.append(f"| {params_text(r['params'])} | {r['gpu_name']} | {fmt(r['before'])} | {fmt(r['after'])} | {speed} |")
     slower = table[table["speedup"].astype(float) < 1.0]
     if len(slower):
-        lines += ["", f"The patch is slower than upstream at {len(slower)} of {len(table)} shapes: "
-                  + "; ".join(params_text(p) for p in slower["params"]) + "."]
-    return lines + [""]
+        lines += ["", f"Where the patch loses: the ratio is below 1 at {len(slower)} of {len(table)} shapes ("
+                  + "; ".join(params_text(p) for p in slower["params"]) + ")."]
+    return lines + _other_variants(frame, res) + [""]
+
+
+def _other_variants(frame, res) -> list[str]:
+    """Other candidates of the same run (a constant's neighbours, our own kernel), each against ``before``."""
+    run = frame[(frame["run_id"] == res["run_id"]) & (frame["bench"] == res["bench"]) & (frame["status"] == "ok")]
+    others = [v for v in dict.fromkeys(run["variant"]) if v not in (res["before"], res["after"])]
+    rows = []
+    for variant in others:
+        for _, r in pairs(frame, {**res, "after": variant}).iterrows():
+            speed = f"{r['speedup']:.2f}×" if r["speedup"] else "—"
+            rows.append(f"| `{variant}` | {params_text(r['params'])} | {fmt(r['after'])} | {speed} |")
+    if not rows:
+        return []
+    return ["", f"Other variants measured in the same run, against `{res['before']}`:", "",
+            f"| variant | shape | {run.iloc[0]['metric_unit']} | vs `{res['before']}` |", "|---|---|---|---|", *rows]
 
 
 def note_page(note: Note, frame) -> str:

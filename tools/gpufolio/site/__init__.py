@@ -18,6 +18,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     from .. import store
     from . import build, readme
+    from . import records as R
     from .markers import MarkerError
     from .writeup import WriteupError
 
@@ -33,9 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     root = store.repo_root()
     t0 = time.perf_counter()
     try:
+        # the README table first: it needs no writeup, so a bad marker does not leave it stale
+        df = build.prepared_frame(root, args.results_root)
+        current = readme.update(root / "README.md", df, R.Site(build.repo_url(root / "mkdocs.yml")),
+                                check=args.check_readme)
         out = build.render(root, args.results_root, cache_dir=root / ".build" / "site-cache",
-                           all_errors=args.all_errors)
-        current = readme.update(root / "README.md", out.df, out.site, check=args.check_readme)
+                           all_errors=args.all_errors, df=df)
     except MarkerError as e:
         hint = "" if args.all_errors else " (--all-errors lists every unresolved marker)"
         print(f"gpufolio site: {e}{hint}", file=sys.stderr)

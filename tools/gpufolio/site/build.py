@@ -79,9 +79,15 @@ def _prnote_pages(repo_root: Path, docs_dir: Path, frame: pd.DataFrame) -> list[
         raise SiteError(f"OSS-PR notes: {' / '.join(str(e).splitlines())}") from e
 
 
+def prepared_frame(repo_root: Path, results_root: Path | None = None) -> pd.DataFrame:
+    """The store's frame with the site's columns; staleness is judged against ``repo_root``'s sources."""
+    frame = store.load_frame(results_root or repo_root)
+    return R.prepare(frame, {p: provenance.source_digest(p, repo_root) for p in R.projects()})
+
+
 def render(repo_root: Path | None = None, results_root: Path | None = None, docs_dir: Path | None = None,
            config_file: Path | None = None, cache_dir: Path | None = None, draw: bool = True,
-           all_errors: bool = False) -> Rendered:
+           all_errors: bool = False, df: pd.DataFrame | None = None) -> Rendered:
     """Write every generated page and chart. ``cache_dir``: reuse charts whose data did not change
     (``.build/site-cache`` for the CLI; None in tests, which want every chart drawn). ``draw=False`` writes
     the Markdown only (tests of the pages' text)."""
@@ -89,9 +95,8 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     docs_dir = docs_dir or repo_root / "site_src"
     config_file = config_file or repo_root / "mkdocs.yml"
     prepare_docs_dir(store.repo_root(), docs_dir)
-    frame = store.load_frame(results_root or repo_root)
-    digests = {p: provenance.source_digest(p, repo_root) for p in R.projects()}
-    df = R.prepare(frame, digests)
+    df = prepared_frame(repo_root, results_root) if df is None else df
+    frame = df[[c for c in store.FRAME_COLUMNS]]
     site = R.Site(repo_url(config_file))
     ctx = RenderCtx(df, site, docs_dir, repo_root, cache_dir, marker_errors=[] if all_errors else None)
     extra = {"oss_pr_notes": _prnote_pages(repo_root, docs_dir, frame)}

@@ -36,10 +36,14 @@ def _save(fig, path: Path, left: float = 0.09, right: float = 0.97, bottom: floa
     path.parent.mkdir(parents=True, exist_ok=True)
     h = fig.get_figheight()
     fig.subplots_adjust(left=left, right=right, bottom=bottom if bottom is not None else min(0.45, 0.55 / h),
-                        top=1 - min(0.3, 0.35 / h))
+                        top=1 - min(0.4, (0.18 + 0.17 * _title_lines(fig)) / h))
     fig.savefig(path, format="png", metadata={"Software": None})
     plt.close(fig)
     return path
+
+
+def _title_lines(fig) -> int:
+    return max(1, max((ax.get_title(loc="left").count("\n") + 1 for ax in fig.axes), default=1))
 
 
 def _wrap(title: str, width: int = 88) -> str:
@@ -56,9 +60,15 @@ def slim(rows: pd.DataFrame, x: str | None = None) -> pd.DataFrame:
     return out
 
 
+def _bar_labels(labels) -> list[str]:
+    """Variant labels can be sentences ("our engine (paged KV, continuous batching, CUDA graphs)"): wrap them."""
+    return [textwrap.fill(str(t), 30) for t in labels]
+
+
 def _label_margin(labels) -> float:
-    """Left margin for horizontal bars: room for the longest label at 8 pt."""
-    return min(0.5, 0.04 + 0.0105 * max((len(str(t)) for t in labels), default=4))
+    """Left margin for horizontal bars: room for the longest (wrapped) label line at 8 pt."""
+    longest = max((len(line) for t in labels for line in str(t).split("\n")), default=4)
+    return min(0.5, 0.04 + 0.0105 * longest)
 
 
 def headline_bars(path: Path, rows: pd.DataFrame, base_name: str | None, title: str) -> Path:
@@ -76,18 +86,19 @@ def headline_bars(path: Path, rows: pd.DataFrame, base_name: str | None, title: 
             colors.append(LOSER)
         else:
             colors.append(CANDIDATE)
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.2))
+    rows["label"] = _bar_labels(rows.label)
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 0.15 * rows.label.str.count("\n").sum() + 1.2))
     ax.barh(rows.label, rows.value, color=colors)
     unit = rows.iloc[0].metric_unit
     for y, r in enumerate(rows.itertuples()):
         text = f" {R.fmt_value(r.value)}"
-        if base_value is not None and r.variant != base_name:
+        if base_value is not None and r.role == "candidate":
             text += f"  ({R.fmt_ratio(R.speedup(r.value, base_value, higher))})"
         ax.text(r.value, y, text, va="center", fontsize=8)
     if base_value is not None:
         ax.axvline(base_value, color=BASELINE, ls="--", lw=1)
     ax.set_xlabel(f"{unit} ({'higher' if higher else 'lower'} is better)")
-    ax.set_title(_wrap(title), fontsize=9, loc="left")
+    ax.set_title(_wrap(title, int((0.95 - _label_margin(rows.label)) * 110)), fontsize=9, loc="left")
     ax.grid(axis="y", visible=False)
     ax.set_xlim(0, rows.value.max() * 1.3)
     return _save(fig, path, left=_label_margin(rows.label), right=0.95)
@@ -98,13 +109,15 @@ def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
     rows = rows[(rows.status == "ok") & rows.is_headline_metric.astype(bool)].copy()
     fig, ax = plt.subplots(figsize=(7.5, 4))
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rows.x)
-    for i, (variant, g) in enumerate(sorted(rows.groupby("variant"), key=lambda t: t[0])):
+    for i, (_, g) in enumerate(sorted(rows.groupby("variant"), key=lambda t: t[0])):
         g = g.sort_values("x")
         base = g.iloc[0].role == "baseline"
         ax.plot(g.x if numeric else g.x.astype(str), g.value, marker="o", ms=4, label=g.iloc[0].label,
                 color=BASELINE if base and i == 0 else PALETTE[i % len(PALETTE)], ls="--" if base else "-")
     if numeric and rows.x.max() / max(rows.x.min(), 1e-9) >= 8:
         ax.set_xscale("log", base=2)
+    if bool(rows.iloc[0].higher_is_better):
+        ax.set_ylim(bottom=0)  # a throughput axis that starts at zero does not inflate differences
     ax.set_xlabel(x)
     ax.set_ylabel(rows.iloc[0].metric_unit)
     ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
@@ -146,8 +159,8 @@ def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: 
 
 def bandwidth_bars(path: Path, rows: pd.DataFrame, copy_gbps: float | None, gpu: str, title: str) -> Path:
     """Memory-bound benches: achieved GB/s per variant against the measured copy bandwidth and the datasheet."""
-    rows = rows.sort_values("value")
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.4))
+    rows = rows.sort_values("value").assign(label=lambda r: _bar_labels(r.label))
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 0.15 * rows.label.str.count("\n").sum() + 1.9))
     ax.barh(rows.label, rows.value, color=[BASELINE if r == "baseline" else CANDIDATE for r in rows.role])
     top = rows.value.max()
     if copy_gbps:
@@ -162,10 +175,10 @@ def bandwidth_bars(path: Path, rows: pd.DataFrame, copy_gbps: float | None, gpu:
         ax.text(r.value, y, f" {R.fmt_value(r.value)}{pct}", va="center", fontsize=8)
     ax.set_xlim(0, top * 1.3)
     ax.set_xlabel("GB/s")
-    ax.set_title(_wrap(title), fontsize=9, loc="left")
+    ax.set_title(_wrap(title, int((0.95 - _label_margin(rows.label)) * 110)), fontsize=9, loc="left")
     ax.grid(axis="y", visible=False)
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
-    return _save(fig, path, left=_label_margin(rows.label), right=0.95)
+    fig.legend(fontsize=7, frameon=False, loc="lower left", bbox_to_anchor=(0.02, 0.0), ncol=2)
+    return _save(fig, path, left=_label_margin(rows.label), right=0.95, bottom=0.95 / fig.get_figheight())
 
 
 def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:

@@ -11,10 +11,10 @@ import inspect
 import os
 import pickle
 import shutil
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
 from . import records as R
-from . import select as S
 
 KINDS = ("result", "results-table", "results-chart")
 MARKER_RE = re.compile(r"<!--\s*(results?(?:-[a-z]+)?)\s*:(.*?)-->")
@@ -62,7 +61,7 @@ class Context:
     df: pd.DataFrame
     page: str
     site: R.Site
-    chart: Callable[["Marker", pd.DataFrame, str | None], str] | None = None
+    chart: Callable[[Marker, pd.DataFrame, str | None], str] | None = None
     used_runs: set[str] = field(default_factory=set)
     # None: the first bad marker raises. A list: every bad marker is collected there (``--all-errors``).
     errors: list[str] | None = None

@@ -25,7 +25,8 @@ def render_home(ctx: RenderCtx) -> None:
         raise ValueError(f"{ctx.docs_dir / HOME_TEMPLATE}: missing {HOME_SLOT}")
     n_runs = ctx.df.run_id.nunique()
     n_records = len(R.records_view(ctx.df))
-    summary = (f"*{n_records} records from {n_runs} runs; [{len(S.not_counted(ctx.df))} not counted]"
+    summary = (f"*{n_records} record{'s' * (n_records != 1)} from {n_runs} run{'s' * (n_runs != 1)}; "
+               f"[{len(S.not_counted(ctx.df))} not counted]"
                f"({R.NOT_COUNTED_PAGE}) as headline numbers.*" if n_records else
                "*No results yet: every project is not yet measured.*")
     ctx.write("index.md", template.replace(HOME_SLOT, T.home_table(ctx.df, ctx.site) + "\n\n" + summary))
@@ -49,7 +50,9 @@ def render_runs(ctx: RenderCtx) -> None:
         stamp = [
             ("Project", f"[{R.project_title(first['project'])}]({R.rel_link(page, R.project_page(first['project']))})"),
             ("Created", first["created_at"]),
-            ("GPU", R.md_escape(", ".join(f"{k}={v}" for k, v in gpu.items() if v is not None)) if gpu else "none"),
+            ("GPU", R.md_escape(R.gpu_text(gpu))),
+            ("Clocks (start → end)", R.md_escape(f"{gpu.get('clocks_start')} → {gpu.get('clocks_end')}")
+             if gpu and (gpu.get("clocks_start") or gpu.get("clocks_end")) else "—"),
             ("Software", R.md_escape(f"CUDA {envd.get('cuda')}, torch {envd.get('torch')}, triton {envd.get('triton')}, "
                                      f"Python {envd.get('python')}, {envd.get('platform') or ''} {envd.get('cpu') or ''}")),
             ("Measured ceilings", R.md_escape(R.params_text(envd.get("ceilings") or {}))),
@@ -66,15 +69,16 @@ def render_runs(ctx: RenderCtx) -> None:
             corr = rr.get("correctness") or {}
             extras = ", ".join(f"{m['name']} {R.fmt_value(m['value'])} {m['unit']}" for m in rr.get("extra_metrics") or [])
             value = f"{R.fmt_value(r['value'])} {r['metric_unit']}" if r["value"] is not None and not pd.isna(r["value"]) else "—"
-            timing = (f"{t['median_ms']:.4g} ({t['p20_ms']:.4g}–{t['p80_ms']:.4g}), n={t['n']}" if t else "—")
+            timing = (f"{t['median_ms']:.4g} [{t['p20_ms']:.4g}–{t['p80_ms']:.4g}] ×{t['n']}" if t else "—")
             check = ("—" if not corr else ("pass" if corr.get("passed") else "**fail**")
                      + (f" ({corr.get('reference')}, max abs {corr.get('max_abs_err'):.2g})"
                         if corr.get("max_abs_err") is not None else ""))
             status = r["status"] if r["reason"] is None else R.badge("notcounted", r["reason"])
-            body.append([f"`{r['bench']}`", R.md_escape(r["label"]), r["role"], R.md_escape(r["params_text"]), status,
+            variant = R.md_escape(r["label"]) + (" *(baseline)*" if r["role"] == "baseline" else "")
+            body.append([f"`{r['bench']}`", variant, R.md_escape(r["params_text"]), status,
                          value + (f"; {R.md_escape(extras)}" if extras else ""), timing, check])
-        parts += [T.table(["Bench", "Variant", "Role", "Params", "Status", "Metric", "Median ms (p20–p80)",
-                           "Correctness"], body), ""]
+        parts += [T.table(["Bench", "Variant", "Params", "Status", "Metric", "Median ms [p20–p80] ×reps",
+                           "Check"], body), ""]
     ctx.write(page, "\n".join(parts))
 
 

@@ -2,23 +2,25 @@
 progress across runs, what is not counted, the environment (collapsed) and the command to reproduce."""
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import pandas as pd
 
-from . import charts
+from . import charts, writeup
 from . import records as R
 from . import select as S
 from . import tables as T
-from . import writeup
 from .context import RenderCtx
 
 
 def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, str]] = ()) -> str:
     page = R.project_page(project)
-    df = ctx.df
     readme = ctx.repo_root / "projects" / project / "README.md"
+    # the writeup may quote any project; everything below only this one's rows (a 1,000-record store stays fast)
     title, body = writeup.render(readme, page, ctx) if readme.is_file() else (None, "")
+    ctx = dataclasses.replace(ctx, df=ctx.df[ctx.df.project == project])
+    df = ctx.df
     title = title or R.project_title(project)
     parts = [f"# {title}", ""]
     rows = df[df.project == project]
@@ -30,7 +32,7 @@ def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, st
         parts.append('!!! warning "No counted result yet"\n    Every record of this project is listed under '
                      "[Not counted](#not-counted) below, with the reason.")
     else:
-        parts += ["## Results", "", T.headline_table(df, project, ctx.site, page), ""]
+        parts += ["## Headline results", "", T.headline_table(df, project, ctx.site, page), ""]
         parts += [_headline_chart(ctx, h, page) for h in heads]
     if extra_pages:
         parts += ["## Notes", ""] + [f"- [{t}]({R.rel_link(page, p)})" for t, p in extra_pages] + [""]
@@ -72,7 +74,7 @@ def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
         out += [T.variant_table(run, mctx), ""]
         x = meta.get("x_param")
         ok = run[(run.status == "ok") & run.is_headline_metric.astype(bool)]
-        if x and ok.params.map(lambda p: p.get(x)).nunique() > 1:
+        if x and ok.params.map(lambda p, x=x: p.get(x)).nunique() > 1:
             series = ctx.one_series(ok, x, meta.get("headline_params") or {})
             if not series.empty:
                 rel = ctx.plot(f"{project}-{bench}-by-{x}.png", charts.variant_lines, charts.slim(series, x), x,
@@ -116,8 +118,8 @@ def _roofline(ctx: RenderCtx, project: str, heads: list[S.Headline], page: str) 
                f"({R.rel_link(page, rel)})", ""] + out
     if not out:
         return []
-    src = (f"Solid roofs: this run's measured ceilings (`env.ceilings`: copy bandwidth and cuBLAS). Dotted: "
-           f"{charts.DATASHEET['source']}." if "H200" in (gpu or "") else "Roofs: this run's measured ceilings.")
+    src = ("Solid lines: the run's own measured ceilings (`env.ceilings`: device-to-device copy bandwidth, cuBLAS "
+           "throughput)." + (f" Dotted: {charts.DATASHEET['source']}." if "H200" in (gpu or "") else ""))
     return ["## Against the hardware", "", *out, src, ""]
 
 
@@ -132,7 +134,7 @@ def _progress(ctx: RenderCtx, project: str, page: str) -> list[str]:
         if rows.run_id.nunique() < 2:
             continue
         points = []
-        for (run_id, gpu), g in rows.groupby(["run_id", "gpu_name"]):
+        for (_, gpu), g in rows.groupby(["run_id", "gpu_name"]):
             higher = bool(g.iloc[0].higher_is_better)
             for role, sub in (("best candidate", g[g.role == "candidate"]),
                               (f"baseline {meta.get('headline_baseline')}", g[g.variant == meta.get("headline_baseline")])):
@@ -154,9 +156,7 @@ def _environment(rows: pd.DataFrame, heads: list[S.Headline], site: R.Site) -> l
         rec = rows[rows.run_id == run_id].iloc[0].record
         envd, git = rec.get("env") or {}, rec.get("git") or {}
         gpu = envd.get("gpu") or {}
-        items = [("GPU", f"{gpu.get('name')} ×{gpu.get('count')}, {gpu.get('sm_count')} SMs, "
-                         f"{gpu.get('memory_gib')} GiB, sm_{str(gpu.get('compute_capability', '')).replace('.', '')}, "
-                         f"driver {gpu.get('driver')}" if gpu else "none"),
+        items = [("GPU", R.gpu_text(gpu)),
                  ("CUDA / torch / triton", f"{envd.get('cuda')} / {envd.get('torch')} / {envd.get('triton')}"),
                  ("Python, CPU", f"{envd.get('python')}, {envd.get('cpu')}"),
                  ("Measured ceilings", R.md_escape(R.params_text(envd.get("ceilings") or {}))),

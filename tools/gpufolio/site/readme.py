@@ -33,7 +33,10 @@ def headline_table(df: pd.DataFrame, site: R.Site) -> str:
         if h.baseline is None:
             ratio = f"no {h.meta.get('headline_baseline')} in the run"
         else:
-            ratio = f"{R.fmt_ratio(h.ratio)} {h.baseline['label']}" + (" (slower)" if h.loses else "")
+            ratio = f"{R.fmt_ratio(h.ratio)} {R.md_escape(h.baseline['label'])}" + (" (slower)" if h.loses else "")
+            if h.best_baseline is not None:
+                ratio += (f"; {R.fmt_ratio(h.best_ratio)} {R.md_escape(h.best_baseline['label'])} (fastest baseline"
+                          + (", slower)" if h.loses_to_best else ")"))
         name = f"{h.bench}: {R.md_escape(c['label'])}" + (" (stale: sources changed since)" if h.stale else "")
         rows.append([link, name, value, ratio, c["gpu_name"], c["date"], site.commit_link(c["git_sha"])])
     return table(["Project", "Headline", "Result", "vs baseline (same run)", "GPU", "Date", "Commit"], rows,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -183,6 +184,15 @@ def rel_link(from_page: str, to_path: str) -> str:
 def badge(kind: str, text: str, title: str = "") -> str:
     t = f' title="{title}"' if title else ""
     return f'<span class="gf-badge gf-{kind}"{t}>{text}</span>'
+
+
+def gpu_text(gpu: Mapping[str, Any] | None) -> str:
+    """One line for a record's env.gpu; clocks stay on the runs page's raw stamp."""
+    if not gpu:
+        return "none"
+    cc = str(gpu.get("compute_capability") or "").replace(".", "")
+    return (f"{gpu.get('name')} ×{gpu.get('count')}, {gpu.get('sm_count')} SMs, {gpu.get('memory_gib')} GiB, "
+            f"sm_{cc}, driver {gpu.get('driver')}")
 
 
 def md_escape(text: Any) -> str:

@@ -33,10 +33,18 @@ class Headline:
     baseline: dict | None     # the baseline's frame row, same run/params/GPU; None when the run has none
     ratio: float | None       # > 1: the candidate wins
     meta: dict
+    # The strongest baseline of the same run/params/GPU when it is not the headline baseline: a win over eager
+    # that loses to torch.compile must say so next to the win.
+    best_baseline: dict | None = None
+    best_ratio: float | None = None
 
     @property
     def loses(self) -> bool:
         return self.ratio is not None and self.ratio < 1.0
+
+    @property
+    def loses_to_best(self) -> bool:
+        return self.best_ratio is not None and self.best_ratio < 1.0
 
     @property
     def stale(self) -> bool:
@@ -49,6 +57,7 @@ def _headline_rows(df: pd.DataFrame, project: str, bench: str) -> pd.DataFrame:
 
 
 def bench_headline(df: pd.DataFrame, project: str, bench: str) -> Headline | None:
+    df = df[(df.project == project) & (df.bench == bench)]  # once: every lookup below is on this bench only
     meta = R.bench_meta(df, project, bench)
     if not meta:
         return None
@@ -70,7 +79,13 @@ def bench_headline(df: pd.DataFrame, project: str, bench: str) -> Headline | Non
             best_alone = best_alone or Headline(project, bench, best, None, None, meta)
             continue
         base = bases.iloc[0].to_dict()
-        return Headline(project, bench, best, base, R.speedup(best["value"], base["value"], higher), meta)
+        head = Headline(project, bench, best, base, R.speedup(best["value"], base["value"], higher), meta)
+        rivals = run[(run.role == "baseline") & (run.params_key == best["params_key"])
+                     & (run.gpu_name == best["gpu_name"])]
+        top = rivals.loc[rivals.value.idxmax() if higher else rivals.value.idxmin()].to_dict()
+        if top["variant"] != base["variant"]:
+            head.best_baseline, head.best_ratio = top, R.speedup(best["value"], top["value"], higher)
+        return head
     return best_alone
 
 

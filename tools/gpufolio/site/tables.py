@@ -34,8 +34,12 @@ def value_link(row: dict, page: str) -> str:
 def ratio_cell(h: S.Headline) -> str:
     if h.baseline is None:
         return f"no {h.meta.get('headline_baseline')} in the run"
-    text = f"**{R.fmt_ratio(h.ratio)}** {h.baseline['label']}"
-    return text + (" " + R.badge("loses", "slower", "the candidate loses to the baseline") if h.loses else "")
+    text = f"**{R.fmt_ratio(h.ratio)}** {R.md_escape(h.baseline['label'])}"
+    text += " " + R.badge("loses", "slower", "the candidate loses to the baseline") if h.loses else ""
+    if h.best_baseline is not None:
+        text += (f"<br>{R.fmt_ratio(h.best_ratio)} {R.md_escape(h.best_baseline['label'])} (fastest baseline)"
+                 + (" " + R.badge("loses", "slower", "the candidate loses to this baseline") if h.loses_to_best else ""))
+    return text
 
 
 def flags(h: S.Headline) -> str:
@@ -66,13 +70,12 @@ def headline_table(df: pd.DataFrame, project: str, site: R.Site, page: str) -> s
     rows = []
     for h in heads:
         c, b = h.candidate, h.baseline
-        rows.append([f"`{h.bench}` {flags(h)}".strip(), R.md_escape(c["label"]), value_link(c, page),
-                     value_link(b, page) if b else "—", ratio_cell(h), R.md_escape(c["params_text"]),
-                     c["gpu_name"], site.commit_link(c["git_sha"])])
+        bench = f"`{h.bench}` {flags(h)}".strip() + f'<br><span class="gf-params">{R.md_escape(c["params_text"])}</span>'
+        rows.append([bench, R.md_escape(c["label"]), value_link(c, page), value_link(b, page) if b else "—",
+                     ratio_cell(h), f"{c['gpu_name']}<br>{site.commit_link(c['git_sha'])}"])
     if not rows:
         return ""
-    return table(["Bench", "Best candidate", "Result", "Baseline", "Ratio", "Params", "GPU", "Commit"], rows,
-                 "llrrllll")
+    return table(["Bench, params", "Best candidate", "Result", "Baseline", "Ratio", "GPU, commit"], rows, "llrrll")
 
 
 def _varying(params: list[dict]) -> list[str]:
@@ -84,32 +87,36 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
     """One run of one bench: a row per variant, a column per config; each cell the headline metric and its
     ratio to the headline baseline at that config. Non-ok cells say what happened instead of a number."""
     page = ctx.page
-    rows = run[run.is_headline_metric.astype(bool)]
-    first = rows.iloc[0].to_dict()
+    recs = run[run.is_headline_metric.astype(bool)].to_dict("records")  # plain dicts: cell lookups stay cheap
+    first = recs[0]
     meta = first["record"].get("bench_meta") or {}
     base_name = meta.get("headline_baseline")
-    configs = sorted(rows.params_key.unique(), key=lambda k: _config_sort_key(rows, k))
-    params_of = {k: rows[rows.params_key == k].iloc[0].params for k in configs}
+    cell_of = {(r["variant"], r["params_key"]): r for r in recs}
+    params_of = {r["params_key"]: r["params"] for r in recs}
+    configs = sorted(params_of, key=lambda k: tuple((p, _num(v)) for p, v in sorted(params_of[k].items())))
     vary = _varying(list(params_of.values())) or sorted(params_of[configs[0]])
     header = ["Variant"] + [", ".join(f"{k}={params_of[c].get(k)}" for k in vary) for c in configs]
-    roles = rows.drop_duplicates("variant").set_index("variant").role
-    order = sorted(roles.index, key=lambda v: (roles[v] == "baseline", v))
+    first_of = {}
+    for r in recs:
+        first_of.setdefault(r["variant"], r)
+    order = sorted(first_of, key=lambda v: (first_of[v]["role"] == "baseline", v))
+    runs_link = R.rel_link(page, R.RUNS_PAGE)
     body = []
     for v in order:
-        cells = [R.md_escape(rows[rows.variant == v].iloc[0].label) + (" *(baseline)*" if roles[v] == "baseline" else "")]
+        is_base = first_of[v]["role"] == "baseline"
+        cells = [R.md_escape(first_of[v]["label"]) + (" *(baseline)*" if is_base else "")]
         for c in configs:
-            hit = rows[(rows.variant == v) & (rows.params_key == c)]
-            if hit.empty:
+            r = cell_of.get((v, c))
+            if r is None:
                 cells.append("")
                 continue
-            r = hit.iloc[0].to_dict()
             if r["status"] != "ok":
                 cells.append(R.badge("notcounted", R.STATUS_REASONS.get(r["status"], r["status"])))
                 continue
-            cell = f"[{R.fmt_value(r['value'])}]({R.rel_link(page, R.RUNS_PAGE)}#{r['anchor']})"
-            base = rows[(rows.variant == base_name) & (rows.params_key == c) & (rows.status == "ok")]
-            if v != base_name and len(base):
-                ratio = R.speedup(r["value"], base.iloc[0].value, bool(r["higher_is_better"]))
+            cell = f"[{R.fmt_value(r['value'])}]({runs_link}#{r['anchor']})"
+            base = cell_of.get((base_name, c))
+            if not is_base and base is not None and base["status"] == "ok":  # baselines are references
+                ratio = R.speedup(r["value"], base["value"], bool(r["higher_is_better"]))
                 cell += f" ({R.fmt_ratio(ratio)})" + (" " + R.badge("loses", "slower") if ratio and ratio < 1 else "")
             cells.append(cell)
         body.append(cells)
@@ -120,11 +127,6 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
                + (" " + R.badge("notcounted", first["reason"]) if first["reason"] and first["status"] == "ok" else "")
                + (" " + R.badge("stale", "stale") if first["stale"] else ""))
     return table(header, body, "l" + "r" * len(configs)) + "\n\n" + caption
-
-
-def _config_sort_key(rows: pd.DataFrame, key: str):
-    params = rows[rows.params_key == key].iloc[0].params
-    return tuple((k, _num(params[k])) for k in sorted(params))
 
 
 def _num(v):

@@ -53,9 +53,9 @@ def fix_links(text: str, src: Path, page: str, ctx: RenderCtx, display: str) -> 
             out.append(line)
             continue
 
-        def sub(m: re.Match) -> str:
+        def sub(m: re.Match, where: str = f"{display}:{i}") -> str:
             bang, label, target, title = m.groups()
-            return f"{bang}[{label}]({_target(target, bool(bang), src, page, ctx, f'{display}:{i}')}{title})"
+            return f"{bang}[{label}]({_target(target, bool(bang), src, page, ctx, where)}{title})"
 
         line = LINK_RE.sub(sub, line)
         ref = REF_RE.match(line)

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from gpufolio import PROJECTS, provenance, store
 from gpufolio.site import build, records
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from gpufolio import PROJECTS, provenance, store
 from gpufolio.site import build, readme, records
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpufolio.site import markers as M
 from gpufolio.site import records as R
 

@@ -7,7 +7,6 @@ from datetime import date
 
 import pytest
 import yaml
-
 from gpufolio import worklog
 from gpufolio.site import readme
 from gpufolio.site import tables as T
@@ -36,7 +35,7 @@ def test_project_page_golden(rendered, golden):
 
 def test_project_page_puts_results_before_the_writeup(rendered):
     text = page(rendered, "projects/gemm_ladder.md")
-    order = [text.index(s) for s in ("## Results", "](../generated/charts/gemm_ladder-sgemm-headline.png)",
+    order = [text.index(s) for s in ("## Headline results", "](../generated/charts/gemm_ladder-sgemm-headline.png)",
                                       "A fixture writeup", "## Every variant, every size", "## Against the hardware",
                                       "## Not counted", "## Environment", "## Reproduce")]
     assert order == sorted(order)
@@ -85,7 +84,7 @@ def test_nav_lists_every_generated_page(rendered):
 
     def walk(items):
         for item in items:
-            for v in item.values():
+            for v in item.values() if isinstance(item, dict) else [item]:
                 walk(v) if isinstance(v, list) else flat.append(v)
 
     walk(nav)
@@ -132,6 +131,7 @@ def test_cli_fails_with_one_line_naming_file_and_line(tmp_path, monkeypatch, cap
     (root / "projects" / "gemm_ladder" / "README.md").write_text(
         "# G\n\n<!-- result: project=gemm_ladder bench=sgemm variant=v metric=tflops -->\n", encoding="utf-8")
     (root / "mkdocs.yml").write_text((repo / "mkdocs.yml").read_text(encoding="utf-8"), encoding="utf-8")
+    (root / "README.md").write_text(f"# r\n{readme.START}\n{readme.END}\n", encoding="utf-8")
     monkeypatch.setenv("GPUFOLIO_ROOT", str(root))
     monkeypatch.setattr("gpufolio.site.build.prepare_docs_dir",
                         lambda _root, docs: __import__("shutil").copytree(repo / "site_src", docs, dirs_exist_ok=True))
@@ -139,3 +139,5 @@ def test_cli_fails_with_one_line_naming_file_and_line(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert err.startswith("gpufolio site: projects/gemm_ladder/README.md:3: project 'gemm_ladder' has no records yet")
+    # the README table is rewritten before the writeups are rendered: a bad marker does not leave it stale
+    assert "not yet measured" in (root / "README.md").read_text(encoding="utf-8")

@@ -3,7 +3,6 @@ fixture record is for)."""
 from __future__ import annotations
 
 import pytest
-
 from gpufolio.site import records as R
 from gpufolio.site import select as S
 
@@ -91,3 +90,12 @@ def test_params_match_normalises_types():
 
 def test_fmt_value_keeps_three_figures_without_exponents():
     assert [R.fmt_value(v) for v in (0.0123, 1.234, 12.34, 123.4, 12345.6)] == ["0.0123", "1.23", "12.3", "123", "12,346"]
+
+
+def test_fastest_baseline_is_named_when_it_is_not_the_headline_baseline(df):
+    h = S.bench_headline(df, "flash_attention", "attention_fwd")
+    assert h.baseline["variant"] == "sdpa_flash"
+    assert h.best_baseline["variant"] == "sdpa_cudnn"
+    assert h.best_ratio == pytest.approx(300 / 640, rel=1e-3) and h.loses_to_best
+    # when the headline baseline is also the fastest one, nothing extra is shown
+    assert S.bench_headline(df, "fused_kernels", "rmsnorm").best_baseline is None

@@ -1,16 +1,21 @@
 // The persistent warp-specialised kernel behind rungs 06-09; each rung instantiates it with one more feature.
 //
-//   Features::CLUSTER_M  1, or 2: two CTAs of a cluster take vertically adjacent 128 x 256 tiles with the same
-//                        B tile; each loads half of B and TMA-multicasts it into both CTAs' smem.
+//   Features::CLUSTER_M  1, or 2: two CTAs of a cluster take vertically adjacent tiles with the same B tile;
+//                        with MULTICAST each loads half of B and TMA-multicasts it into both CTAs' smem.
 //   Features::GROUP_M    0: tiles in row-major order; G > 0: grouped raster, bands of G cluster-rows walked
 //                        column by column, so the tiles in flight share A and B panels in L2.
 //   Features::TMA_STORE  false: registers -> global bf16x2 stores; true: registers -> swizzled smem -> TMA store.
-//   Features::STAGES     depth of the TMA ring (48 KiB per stage).
+//   Features::STAGES     depth of the TMA ring.
+//   Features::PIPE_MMAS  1: keep one wgmma batch in flight and release the previous stage; 0: wait for each
+//                        batch and release its stage at once.
 //
 // Roles (384 threads, one CTA per SM, grid = as many CTAs as fit at once):
 //   warpgroup 0  producer: setmaxnreg.dec to 40; one thread walks the tile sequence and keeps the ring full.
-//   warpgroups 1, 2  consumers: setmaxnreg.inc to 232; each owns 64 rows of the 128 x 256 tile
-//                (m64n256k16, 128 fp32 accumulators per thread), and stores its part of C.
+//   warpgroups 1, 2  consumers: setmaxnreg.inc to 232; each owns 64 rows of the 128 x 256 tile (m64n256k16,
+//                128 fp32 accumulators per thread), and stores its part of C.
+// Why not three consumers (a 192 x 256 tile, less smem traffic per FLOP)? With 512 threads ptxas compiles the
+// whole kernel under the launch-bound cap of 65536 / 512 = 128 registers (setmaxnreg changes the allocation
+// at run time, not ptxas's budget), and m64n256k16 alone needs 128 accumulators: ptxas refuses (C7602).
 // The ring's stage/phase counter runs across tiles, so the producer is already loading the next tile while
 // the consumers run the epilogue of this one: that overlap is what persistence buys.
 #pragma once
@@ -19,17 +24,22 @@
 
 namespace bf16ladder::persistent {
 
-constexpr int BM = 128, BN = 256, BK = 64;
-constexpr int CONSUMERS = 2, THREADS = 128 * (1 + CONSUMERS);
-constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int C_SUB_BYTES = 64 * 64 * 2;           // one [64 rows][64 cols] swizzled C box
-constexpr int C_WG_BYTES = 4 * C_SUB_BYTES;        // a consumer's 64 x 256 slab
+constexpr int BN = 256, BK = 64;
+constexpr int B_BYTES = BN * BK * 2;
+constexpr int C_SUB_BYTES = 64 * 64 * 2;     // one [64 rows][64 cols] swizzled C box
+constexpr int C_WG_BYTES = 4 * C_SUB_BYTES;  // a consumer's 64 x 256 slab
 
-template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_>
+template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_, bool MULTICAST_ = true, int PIPE_MMAS_ = 1>
 struct Features {
-  static constexpr int CLUSTER_M = CLUSTER_M_, GROUP_M = GROUP_M_, STAGES = STAGES_;
-  static constexpr bool TMA_STORE = TMA_STORE_;
+  static constexpr int CLUSTER_M = CLUSTER_M_, GROUP_M = GROUP_M_, STAGES = STAGES_, CONSUMERS = 2;
+  static constexpr bool TMA_STORE = TMA_STORE_, MULTICAST = MULTICAST_ && CLUSTER_M_ > 1;
+  static constexpr int PIPE_MMAS = PIPE_MMAS_;
+  static constexpr int BM = 64 * CONSUMERS, THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int A_BYTES = BM * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+  // Register split after setmaxnreg (the CTA's 64K registers: producer warpgroup + consumers).
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + (TMA_STORE ? CONSUMERS * C_WG_BYTES : 0) + 2 * STAGES * 8;
+  static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register split over 64K");
   static_assert(SMEM <= 227 * 1024, "over the sm_90 per-block shared-memory limit");
 };
 
@@ -65,15 +75,18 @@ __device__ __forceinline__ void unit_coords(int u, int units_m, int tiles_n, int
 }
 
 template <class F>
-__global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUtensorMap tA,
-                                                     const __grid_constant__ CUtensorMap tB,
-                                                     const __grid_constant__ CUtensorMap tC, bf16* __restrict__ C,
-                                                     int M, int N, int K) {
-  constexpr int CM = F::CLUSTER_M, STAGES = F::STAGES;
+__global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ CUtensorMap tA,
+                                                        const __grid_constant__ CUtensorMap tB,
+                                                        const __grid_constant__ CUtensorMap tC,
+                                                        bf16* __restrict__ C, int M, int N, int K) {
+  constexpr int CM = F::CLUSTER_M, STAGES = F::STAGES, BM = F::BM;
+  constexpr int A_BYTES = F::A_BYTES, STAGE_BYTES = F::STAGE_BYTES;
+  // Arrivals that free a stage: every consumer warp of every CTA whose B half was multicast into it.
+  constexpr int RELEASES = F::CONSUMERS * 4 * (F::MULTICAST ? CM : 1);
   extern __shared__ uint8_t raw[];
   uint8_t* stages = align1024(raw);
   uint8_t* sC = stages + STAGES * STAGE_BYTES;  // only with TMA_STORE
-  uint64_t* full = reinterpret_cast<uint64_t*>(sC + (F::TMA_STORE ? CONSUMERS * C_WG_BYTES : 0));
+  uint64_t* full = reinterpret_cast<uint64_t*>(sC + (F::TMA_STORE ? F::CONSUMERS * C_WG_BYTES : 0));
   uint64_t* empty = full + STAGES;
 
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -86,14 +99,14 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUt
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CONSUMERS * 4 * CM);  // every consumer warp of every CTA that reads this stage's B
+      mbar_init(&empty[s], RELEASES);
     }
     fence_barrier_init();
   }
   if constexpr (CM > 1) cluster_sync(); else __syncthreads();
 
   if (wg == 0) {
-    setmaxnreg_dec<40>();
+    setmaxnreg_dec<F::PRODUCER_REGS>();
     if (tid == 0) {
       int it = 0;
       for (int u = cluster_id; u < num_units; u += num_clusters) {
@@ -104,9 +117,9 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUt
           const int s = it % STAGES;
           mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
           uint8_t* st = stages + s * STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // own A + all of B (own half + the peer's half)
+          mbar_arrive_expect_tx(&full[s], STAGE_BYTES);  // own A + all of B (with multicast: both halves)
           tma_load_2d(st, &tA, &full[s], kt * BK, m0);
-          if constexpr (CM == 1) {
+          if constexpr (!F::MULTICAST) {
             tma_load_2d(st + A_BYTES, &tB, &full[s], kt * BK, n0);
           } else {
             constexpr int ROWS = BN / CM;  // this CTA's share of the B tile, sent to every CTA of the cluster
@@ -117,15 +130,15 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUt
       }
     }
   } else {
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<F::CONSUMER_REGS>();
     const int cw = wg - 1;
     const int lane = tid % 32;
     float d[128];
     int it = 0;
-    // Release stage s: this warp's wgmma reads of it are complete, in this CTA and (multicast) for the peers.
+    // Release stage s: this warp's wgmma reads of it are complete (and, with multicast, tell the peers too).
     auto release = [&](int s) {
       if (lane == 0) {
-        if constexpr (CM == 1) mbar_arrive(&empty[s]);
+        if constexpr (!F::MULTICAST) mbar_arrive(&empty[s]);
         else
 #pragma unroll
           for (int r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[s], r);
@@ -146,11 +159,18 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUt
         for (int k = 0; k < BK / 16; ++k)
           wgmma_m64n256k16(d, wgmma_desc(sA + k * 32), wgmma_desc(sB + k * 32), (kt > 0 || k > 0) ? 1 : 0);
         wgmma_commit();
-        wgmma_wait<1>();  // the previous batch is done: release its stage while this one runs
-        if (kt > 0) release((it - 1) % STAGES);
+        if constexpr (F::PIPE_MMAS == 1) {
+          wgmma_wait<1>();  // the previous batch is done: release its stage while this one runs
+          if (kt > 0) release((it - 1) % STAGES);
+        } else {
+          wgmma_wait<0>();
+          release(s);
+        }
       }
-      wgmma_wait<0>();
-      release((it - 1) % STAGES);
+      if constexpr (F::PIPE_MMAS == 1) {
+        wgmma_wait<0>();
+        release((it - 1) % STAGES);
+      }
 
       const int row0 = m0 + 64 * cw;
       if constexpr (!F::TMA_STORE) {
@@ -189,59 +209,65 @@ __global__ void __launch_bounds__(THREADS, 1) kernel(const __grid_constant__ CUt
   }
 }
 
-// Host side: tensor maps, grid size (as many CTAs - or clusters - as are co-resident), cluster launch.
 template <class F>
-int launch(const void* A, const void* B, void* C, int M, int N, int K, void* stream) {
+cudaLaunchConfig_t launch_config(int grid, int smem, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = F::CLUSTER_M;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(F::THREADS);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = F::CLUSTER_M > 1 ? 1 : 0;  // without clusters: a plain grid
+  return cfg;
+}
+
+// How many CTAs can be resident at once (the persistent grid): one per SM, or for clusters what the occupancy
+// calculator says fits. Negative: a cudaError_t. Computed once per instantiation.
+template <class F>
+int resident_ctas() {
+  static int ctas = 0;
+  if (!ctas) {
+    int err = set_smem_limit(kernel<F>, F::SMEM);
+    if (err) return -err;
+    if (F::CLUSTER_M == 1) {
+      ctas = num_sms();
+    } else {
+      cudaLaunchAttribute attr[1];
+      cudaLaunchConfig_t cfg = launch_config<F>(num_sms(), F::SMEM, nullptr, attr);
+      int clusters = 0;
+      err = (int)cudaOccupancyMaxActiveClusters(&clusters, kernel<F>, &cfg);
+      if (err) return -err;
+      ctas = clusters * F::CLUSTER_M;
+    }
+  }
+  return ctas;
+}
+
+// Host side: tensor maps, grid size, (cluster) launch. grid_ctas > 0 overrides the resident-CTA count
+// (for the probe sweep); the grid never exceeds the number of tile units.
+template <class F>
+int launch(const void* A, const void* B, void* C, int M, int N, int K, void* stream, int grid_ctas = 0) {
   constexpr int CM = F::CLUSTER_M;
   CUtensorMap tA, tB, tC;
-  int e = make_tmap_2d(&tA, A, M, K, BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (!e) e = make_tmap_2d(&tB, B, N, K, BN / CM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  int e = make_tmap_2d(&tA, A, M, K, F::BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!e) e = make_tmap_2d(&tB, B, N, K, F::MULTICAST ? BN / CM : BN, BK, CU_TENSOR_MAP_SWIZZLE_128B);
   if (!e) e = F::TMA_STORE ? make_tmap_2d(&tC, C, M, N, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) : 0;
   if (!F::TMA_STORE) tC = tA;  // unused: any valid map
   if (e) return e;
 
-  auto* k = kernel<F>;
-  static int max_ctas = 0;  // per instantiation
-  if (!max_ctas) {
-    int err = set_smem_limit(k, F::SMEM);
-    if (err) return err;
-    if (CM == 1) {
-      max_ctas = num_sms();
-    } else {
-      cudaLaunchConfig_t cfg = {};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = CM;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.gridDim = dim3(num_sms());
-      cfg.blockDim = dim3(THREADS);
-      cfg.dynamicSmemBytes = F::SMEM;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      int clusters = 0;
-      err = (int)cudaOccupancyMaxActiveClusters(&clusters, k, &cfg);
-      if (err) return err;
-      max_ctas = clusters * CM;
-    }
-    if (max_ctas < CM) return (int)cudaErrorLaunchOutOfResources;
-  }
-  const int units = ceil_div(ceil_div(M, BM), CM) * ceil_div(N, BN);
-  const int grid = min(max_ctas / CM, units) * CM;
-
-  cudaLaunchConfig_t cfg = {};
+  int ctas = grid_ctas > 0 ? grid_ctas : resident_ctas<F>();
+  if (ctas < 0) return -ctas;
+  if (grid_ctas > 0 && resident_ctas<F>() < 0) return -resident_ctas<F>();  // smem limit must be set
+  if (ctas < CM) return (int)cudaErrorLaunchOutOfResources;
+  const int units = ceil_div(ceil_div(M, F::BM), CM) * ceil_div(N, BN);
+  const int grid = min(ctas / CM, units) * CM;
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CM;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = F::SMEM;
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = CM > 1 ? 1 : 0;  // rungs 06-07 launch as plain grids
-  return (int)cudaLaunchKernelEx(&cfg, k, tA, tB, tC, static_cast<bf16*>(C), M, N, K);
+  cudaLaunchConfig_t cfg = launch_config<F>(grid, F::SMEM, static_cast<cudaStream_t>(stream), attr);
+  return (int)cudaLaunchKernelEx(&cfg, kernel<F>, tA, tB, tC, static_cast<bf16*>(C), M, N, K);
 }
 
 }  // namespace bf16ladder::persistent
