@@ -75,12 +75,11 @@ def build_kernels(fused: bool = False, triton_attention: bool = False) -> Kernel
 
         labels.append("fused_kernels")
     if triton_attention:
-        fa = _find("gpufolio_projects.flash_attention", ("attention", "flash_attention"))
+        # flash_attention(q, k, v, causal): SDPA's layout, GQA native; its causal mask is bottom-right aligned,
+        # the same as SDPA's top-left here because Sq == Sk.
+        fa = _find("gpufolio_projects.flash_attention.attention", ("flash_attention",))
 
         def attention(q, kk, v, _f=fa):
-            if q.shape[1] != kk.shape[1]:  # broadcast KV heads: the Triton kernel takes H == KV
-                rep = q.shape[1] // kk.shape[1]
-                kk, v = kk.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
             return _f(q, kk, v, causal=True)
 
         labels.append("triton_attention")

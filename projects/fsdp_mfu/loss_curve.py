@@ -40,7 +40,8 @@ def plot(log: dict, path: Path) -> None:
     ax.plot([v["step"] for v in log["val"]], [v["loss"] for v in log["val"]], "o-", label="val (held-out files)")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats / byte)")
-    ax.set_title(f"{log['model']} on the Python stdlib, B={log['batch_per_rank']} T={log['seq']}")
+    ax.set_title(f"{log['model']} on the Python stdlib ({log.get('device')}, {log['train_config']['mode']}), "
+                 f"B={log['batch_per_rank']} T={log['seq']}")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -105,7 +105,8 @@ def main(argv=None) -> dict:
     fpt = flops_per_token(model_cfg, args.seq, cfg.ac).model
     peak = peak_flops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
     log = {"model": args.model, "params": model_cfg.num_params(), "train_config": cfg.__dict__,
-           "batch_per_rank": args.batch, "seq": args.seq, "world_size": world, "steps": [], "val": []}
+           "batch_per_rank": args.batch, "seq": args.seq, "world_size": world,
+           "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "steps": [], "val": []}
     bar = None
     if rank == 0 and not args.no_progress:
         from tqdm import tqdm

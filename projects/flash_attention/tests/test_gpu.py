@@ -23,6 +23,20 @@ def _first_config(monkeypatch):
     monkeypatch.setenv("GPUFOLIO_FA_NO_TUNE", "1")
 
 
+def test_errors_on_cuda():
+    from gpufolio_projects.flash_attention.attention import flash_attention
+
+    q = torch.randn(1, 2, 64, 64, device="cuda")
+    with pytest.raises(TypeError, match="bfloat16"):
+        flash_attention(q, q, q)
+    with pytest.raises(ValueError, match="head_dim"):
+        h = torch.randn(1, 2, 64, 96, device="cuda", dtype=BF16)
+        flash_attention(h, h, h)
+    with pytest.raises(ValueError, match="one device"):
+        b = q.to(BF16)
+        flash_attention(b, b.cpu(), b)
+
+
 def fwd_bwd(q, k, v, causal, scale=None, atomic_dq=False):
     from gpufolio_projects.flash_attention.attention import flash_attention
 
@@ -51,13 +65,6 @@ def test_fwd_bwd_flash_rule(B, H, Hkv, Sq, Sk, D, causal, dtype):
     check_flash_rule(outs, q, k, v, causal, do=do, slack=SLACK)
 
 
-@pytest.mark.parametrize("B,H,Hkv,Sq,Sk,D,causal,dtype", [CASES[0], CASES[1], CASES[3], CASES[4]])
-def test_atomic_dq_flash_rule(B, H, Hkv, Sq, Sk, D, causal, dtype):
-    q, k, v = make_qkv(B, H, Hkv, Sq, Sk, D, dtype, device="cuda", grad=True)
-    outs, do = fwd_bwd(q, k, v, causal, atomic_dq=True)
-    check_flash_rule(outs, q, k, v, causal, do=do, slack=SLACK)
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_large_magnitude(causal):
     q, k, v = make_qkv(1, 8, 8, 1024, 1024, 128, BF16, device="cuda", qk_magnitude=4.0, grad=True)
@@ -65,8 +72,7 @@ def test_large_magnitude(causal):
     check_flash_rule(outs, q, k, v, causal, do=do, slack=SLACK)
 
 
-@pytest.mark.parametrize("D", [64, 128])
-@pytest.mark.parametrize("kernel", ["fwd", "bwd_dkdv", "bwd_dq", "bwd_dkdv_atomic"])
+@pytest.mark.parametrize("kernel,D", [(k, d) for d in (128, 64) for k in ("fwd", "bwd_dkdv", "bwd_dq", "bwd_dkdv_atomic")])
 def test_every_config(kernel, D):
     """Every config the tuner may pick, pinned, at a ragged causal GQA shape. A config that does not compile
     here (the tuner skips those too) is reported, not failed; a wrong result fails."""
@@ -100,15 +106,8 @@ def test_every_config(kernel, D):
     assert ran
 
 
-def test_errors_on_cuda():
-    from gpufolio_projects.flash_attention.attention import flash_attention
-
-    q = torch.randn(1, 2, 64, 64, device="cuda")
-    with pytest.raises(TypeError, match="bfloat16"):
-        flash_attention(q, q, q)
-    with pytest.raises(ValueError, match="head_dim"):
-        h = torch.randn(1, 2, 64, 96, device="cuda", dtype=BF16)
-        flash_attention(h, h, h)
-    with pytest.raises(ValueError, match="one device"):
-        b = q.to(BF16)
-        flash_attention(b, b.cpu(), b)
+@pytest.mark.parametrize("B,H,Hkv,Sq,Sk,D,causal,dtype", [CASES[0], CASES[1], CASES[3], CASES[4]])
+def test_atomic_dq_flash_rule(B, H, Hkv, Sq, Sk, D, causal, dtype):
+    q, k, v = make_qkv(B, H, Hkv, Sq, Sk, D, dtype, device="cuda", grad=True)
+    outs, do = fwd_bwd(q, k, v, causal, atomic_dq=True)
+    check_flash_rule(outs, q, k, v, causal, do=do, slack=SLACK)

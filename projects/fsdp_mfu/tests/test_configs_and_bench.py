@@ -37,3 +37,18 @@ def test_train_config_validation():
     cfg = TrainConfig(warmup_steps=10, decay_steps=100, min_lr_ratio=0.1)
     assert cfg.lr_factor(0) == pytest.approx(0.1) and cfg.lr_factor(9) == 1.0
     assert cfg.lr_factor(110) == pytest.approx(0.1) and cfg.lr_factor(500) == pytest.approx(0.1)
+
+
+def test_profile_buckets_kernel_names():
+    pytest.importorskip("torch")
+    from gpufolio_projects.fsdp_mfu.profile_step import bucket
+
+    assert bucket("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64") == "gemm"
+    assert bucket("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN") == "gemm"
+    assert bucket("pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel") == "attention"
+    assert bucket("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3") == "attention"
+    # Inductor's kernels are named after what they fuse: a fused norm is Triton work, not the optimizer's
+    assert bucket("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0") == "triton"
+    assert bucket("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>") == "optimizer"
+    assert bucket("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "comm_copy"
+    assert bucket("some_unknown_kernel") == "other"

@@ -71,3 +71,17 @@ def test_sass_uses_the_claimed_tensor_core_instruction(rung, objects):
         assert "USETMAXREG" in sass
     if rung.id == "09_tma_store_epilogue":
         assert "UTMASTG" in sass
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("probe", registry.PROBE_SOURCES)
+def test_probe_variants_compile_without_spills(probe, tmp_path):
+    """The probe sweep's kernels (not rungs) build too: a broken probe file would break the whole extension."""
+    if not NVCC:
+        pytest.skip("nvcc not installed")
+    proc = subprocess.run(
+        [NVCC, "-c", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v",
+         str(registry.KERNEL_DIR / probe), "-o", str(tmp_path / "probe.o")],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not re.search(r"[1-9]\d* bytes spill", proc.stderr) and "serialized" not in proc.stderr
