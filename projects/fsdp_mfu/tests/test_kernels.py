@@ -38,7 +38,7 @@ def test_sibling_kernels_match_torch():
         torch.testing.assert_close(g, ref_grads[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
-def test_missing_module_is_an_error_not_a_fallback(monkeypatch):
+def test_missing_module_is_an_error_not_a_fallback():
     from gpufolio_projects.fsdp_mfu import kernels
 
     with pytest.raises(ImportError):
