@@ -66,15 +66,10 @@ if [ "$BENCH_MODE" != none ] && [ ${#GOOD[@]} -gt 0 ]; then
   tail -40 "$LOG/bench.log" | tee -a "$LOG/steps.log"
 fi
 
-if [ ${#GOOD[@]} -gt 0 ]; then
-  if [ "${BF16_PROBE:-1}" = 1 ]; then
-    stamp "probe (full sweep)"
-    PROBE_ARGS=(--shape 8192 8192 8192 --shape 8192 28672 4096 --shape 2048 2048 2048)
-  else  # BF16_PROBE=0: 8192^3 only (~10 s: one reference, ~30 short timings); it decides the next rung
-    stamp "probe (8192^3 only)"
-    PROBE_ARGS=(--shape 8192 8192 8192 --reps 10)
-  fi
-  timeout --kill-after=5 "${BF16_PROBE_TIMEOUT:-120}" "$PY" -m $MOD.probe "${PROBE_ARGS[@]}" >"$LOG/probe.txt" 2>&1
+if [ "${BF16_PROBE:-1}" = 1 ] && [ ${#GOOD[@]} -gt 0 ]; then
+  stamp "probe"
+  timeout --kill-after=5 "${BF16_PROBE_TIMEOUT:-120}" "$PY" -m $MOD.probe --shape 8192 8192 8192 --shape 8192 28672 4096 \
+    --shape 2048 2048 2048 >"$LOG/probe.txt" 2>&1
   stamp "probe rc=$?"
   tee -a "$LOG/steps.log" <"$LOG/probe.txt"
 fi

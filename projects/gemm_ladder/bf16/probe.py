@@ -26,7 +26,7 @@ def _time_ms(fn, reps: int) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
-def sweep_shape(ext, M: int, N: int, K: int, grids: list[str], reps: int, only: list[str] | None) -> None:
+def sweep_shape(ext, M: int, N: int, K: int, grids: list[int], reps: int) -> None:
     """One table block: cuBLAS, every probe variant (at each grid override), cuBLAS again."""
     import torch
 
@@ -55,16 +55,9 @@ def sweep_shape(ext, M: int, N: int, K: int, grids: list[str], reps: int, only: 
 
     report("cublas", "-", "-", lambda: torch.matmul(A, B.t(), out=C))
     for i, name in enumerate(ext.probe_names()):
-        if only and not any(o in name for o in only):
-            continue
-        resident = ext.probe_resident(i)
-        # "r" = the occupancy calculator's resident count; 0 = the launcher's default (one CTA per SM)
-        tried = []
-        for g in grids:
-            g = resident if g == "r" else int(g)
-            if g not in tried and (name.startswith("C2") or g in (0, 128)):
-                tried.append(g)
-                report(name, resident, g, lambda i=i, g=g: ext.probe(i, A, B, C, g))
+        # 132 CTAs = one per SM is already the default without clusters
+        for g in grids if name.startswith("C2") else [g for g in grids if g != 132]:
+            report(name, ext.probe_resident(i), g, lambda i=i, g=g: ext.probe(i, A, B, C, g))
     report("cublas (again)", "-", "-", lambda: torch.matmul(A, B.t(), out=C))
 
 
@@ -74,15 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--shape", nargs=3, type=int, action="append", metavar=("M", "N", "K"))
     p.add_argument("--reps", type=int, default=30)
-    p.add_argument("--grids", default="0,r,128",
-                   help="grid overrides in CTAs: 0 = the launcher's default, r = the occupancy calculator's count")
-    p.add_argument("--only", action="append", help="only variants whose name contains this (repeatable)")
+    p.add_argument("--grids", default="0,128,132", help="grid overrides (CTAs; 0 = the launcher's own choice)")
     a = p.parse_args(argv)
     ext = ops.load()
-    grids = a.grids.split(",")
+    grids = [int(g) for g in a.grids.split(",")]
     print("probe | resident CTAs (occupancy API) | grid override | M N K | median ms | TFLOP/s | max err/bound")
     for M, N, K in a.shape or [[8192, 8192, 8192]]:
-        sweep_shape(ext, M, N, K, grids, a.reps, a.only)
+        sweep_shape(ext, M, N, K, grids, a.reps)
     return 0
 
 

@@ -9,7 +9,7 @@
 //   Features::PIPE_MMAS  1: keep one wgmma batch in flight and release the previous stage; 0: wait for each
 //                        batch and release its stage at once.
 //
-// Roles (384 threads, one CTA per SM, a grid of one CTA per SM: persistent_ctas):
+// Roles (384 threads, one CTA per SM, grid = as many CTAs as fit at once):
 //   warpgroup 0  producer: setmaxnreg.dec to 40; one thread walks the tile sequence and keeps the ring full.
 //   warpgroups 1, 2  consumers: setmaxnreg.inc to 232; each owns 64 rows of the 128 x 256 tile (m64n256k16,
 //                128 fp32 accumulators per thread), and stores its part of C.
@@ -225,9 +225,8 @@ cudaLaunchConfig_t launch_config(int grid, int smem, cudaStream_t stream, cudaLa
   return cfg;
 }
 
-// What the occupancy calculator says can be resident at once: one CTA per SM without clusters, or
-// cudaOccupancyMaxActiveClusters * CLUSTER_M. Negative: a cudaError_t. Computed once per instantiation (this
-// also raises the kernel's dynamic shared-memory limit, which every launch needs).
+// How many CTAs can be resident at once (the persistent grid): one per SM, or for clusters what the occupancy
+// calculator says fits. Negative: a cudaError_t. Computed once per instantiation.
 template <class F>
 int resident_ctas() {
   static int ctas = 0;
@@ -248,17 +247,8 @@ int resident_ctas() {
   return ctas;
 }
 
-// The persistent grid: one CTA per SM, clusters included. Rounds 1-2 launched clusters at the occupancy
-// calculator's count instead, and every cluster rung ran at ~70% of rung 07 on every shape: exactly what ~47
-// resident clusters instead of 66 predict (e.g. 1024 units of 8192^3 in 22 rounds instead of 16).
-template <class F>
-int persistent_ctas() {
-  const int err = resident_ctas<F>();
-  return err < 0 ? err : (num_sms() / F::CLUSTER_M) * F::CLUSTER_M;
-}
-
-// Host side: tensor maps, grid size, (cluster) launch. grid_ctas > 0 overrides persistent_ctas (for the
-// probe sweep); the grid never exceeds the number of tile units.
+// Host side: tensor maps, grid size, (cluster) launch. grid_ctas > 0 overrides the resident-CTA count
+// (for the probe sweep); the grid never exceeds the number of tile units.
 template <class F>
 int launch(const void* A, const void* B, void* C, int M, int N, int K, void* stream, int grid_ctas = 0) {
   constexpr int CM = F::CLUSTER_M;
@@ -269,9 +259,9 @@ int launch(const void* A, const void* B, void* C, int M, int N, int K, void* str
   if (!F::TMA_STORE) tC = tA;  // unused: any valid map
   if (e) return e;
 
-  const int own = persistent_ctas<F>();  // also sets the smem limit
-  if (own < 0) return -own;
-  const int ctas = grid_ctas > 0 ? grid_ctas : own;
+  int ctas = grid_ctas > 0 ? grid_ctas : resident_ctas<F>();
+  if (ctas < 0) return -ctas;
+  if (grid_ctas > 0 && resident_ctas<F>() < 0) return -resident_ctas<F>();  // smem limit must be set
   if (ctas < CM) return (int)cudaErrorLaunchOutOfResources;
   const int units = ceil_div(ceil_div(M, F::BM), CM) * ceil_div(N, BN);
   const int grid = min(ctas / CM, units) * CM;
