@@ -96,6 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .provenance import source_digest
 
     problems, stale, n = [], {}, 0
+    digests: dict[str, str] = {}  # one hash of each project's sources, not one per record
     files = args.paths or list(store.iter_result_files())
     for path in files:
         if not Path(path).exists():
@@ -104,10 +105,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         problems += rep.problems
         n += len(rep.records)
         for r in rep.records:
-            cur = source_digest(r["project"])
-            if r["git"].get("source_digest") != cur:
-                stale.setdefault(f"{r['project']} run {r['run_id']}", 0)
-                stale[f"{r['project']} run {r['run_id']}"] += 1
+            if r["project"] not in digests:
+                digests[r["project"]] = source_digest(r["project"])
+            if r["git"].get("source_digest") != digests[r["project"]]:
+                key = f"{r['project']} run {r['run_id']}"
+                stale[key] = stale.get(key, 0) + 1
     try:
         from .prnotes import validate_all
     except ImportError:

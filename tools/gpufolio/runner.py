@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import store
-from .projects import bench_meta, benches
+from .projects import bench_meta, benches, find_bench
 from .provenance import git_info, source_digest
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -160,7 +160,7 @@ def make_record(job: dict, reply: dict, *, run_id: str, env: dict, git: dict, di
     if result is None:  # the worker failed around the case: error / oom / timeout / skipped
         result = {"status": reply["status"], "message": reply.get("message"), "metric": None, "extra_metrics": [],
                   "timing": None, "work": {}, "correctness": None, "memory": None}
-    bench = next(b for b in benches(job["project"]) if b.name == job["bench"])
+    bench = find_bench(job["project"], job["bench"])
     return {
         "schema_version": store.SCHEMA_VERSION,
         "run_id": run_id,
