@@ -66,7 +66,10 @@ CONFIGS: dict[str, ModelConfig] = {c.name: c for c in (
     # ~0.8M, byte-level: a loss curve on real text that a 2-core CPU trains in minutes.
     ModelConfig("byte_small", dim=128, n_layers=4, n_heads=4, n_kv_heads=2, ffn_dim=352, vocab_size=256,
                 max_seq_len=256),
-    # ~125M, byte-level: the stdlib loss curve.
+    # ~25M, byte-level: the GPU loss curve (hundreds of eager steps in well under a minute on an H200).
+    ModelConfig("byte_25m", dim=512, n_layers=8, n_heads=8, n_kv_heads=8, ffn_dim=1408, vocab_size=256,
+                max_seq_len=512),
+    # ~125M, byte-level: a longer stdlib run.
     ModelConfig("llama_125m", dim=768, n_layers=12, n_heads=12, n_kv_heads=12, ffn_dim=3584, vocab_size=256,
                 max_seq_len=1024),
     ModelConfig("llama_350m", dim=1024, n_layers=24, n_heads=16, n_kv_heads=8, ffn_dim=2816, vocab_size=32000),

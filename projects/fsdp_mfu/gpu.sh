@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# One GPU round for fsdp_mfu, run from the repo root with $OUTDIR set (HELPERS.md). Stages run in priority
-# order; each gets what is left of $BUDGET seconds (default 240) so the script never outruns its slot.
-# Measured costs on the H200 (torch 2.11, cold Inductor cache): the quick bench (2 compiled cases) ~60 s;
-# the GPU tests ~20 s. The llama_125m loss curve did NOT fit 40 s at 300 eager FSDP2 steps: give it more.
+# One GPU round for fsdp_mfu, run from the repo root with $OUTDIR set (HELPERS.md). Stages run in the order of
+# $STAGES; each gets at most its cap and what is left of $BUDGET seconds, so the script never outruns its slot.
+#   STAGES            comma list of: bench, profile, loss_curve, gpu_tests (default: this round's)
+#   BENCH_VARIANTS    candidates for the bench stage (space separated; the baseline always runs)
+#   PROFILE_SETTINGS  settings for profile_step.py (variant[+option...]@B[!], see its docstring)
+#   PROFILE_ARGS      more profile_step.py flags (a CPU smoke test: "--model tiny --seq 64 --sdpa auto")
+# Costs seen on the H200 (torch 2.11, cold Inductor cache): a compiled ~1B case ~11-40 s; GPU tests ~20 s.
 set -u
 OUT=${OUTDIR:?set OUTDIR}
-BUDGET=${BUDGET:-240}
+BUDGET=${BUDGET:-120}
+STAGES=${STAGES:-profile,loss_curve}
 START=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the budget left
@@ -15,15 +19,35 @@ run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the 
   local s=$(date +%s)
   timeout "$t" "$@" > "$OUT/$name.log" 2>&1
   echo "$name rc=$? ${t}s cap, took $(( $(date +%s) - s ))s" | tee -a "$OUT/stages.log"
-  tail -n 25 "$OUT/$name.log"
+  grep -v "USDT\|profiler_st" "$OUT/$name.log" | tail -n 40
 }
-# One Inductor cache for the round: the profile re-uses the bench's compiled graphs instead of compiling again.
+# This round's probes, cheapest first after the two profiled references: settings that reuse a compiled graph
+# (same variant and batch) cost seconds; a new batch or fused_proj compiles new graphs.
+ROUND_SETTINGS="single_compile@8 fsdp2_compile@8 gemms fsdp2_compile+fold_clip@8 fsdp2_compile+fold_clip+noreshard@8
+  fsdp2_compile+fold_clip+noreshard@16 single_compile+fold_clip@8 single_compile+fold_clip@16
+  fsdp2_compile+fold_clip+noreshard+fused_proj@16! single_compile+fold_clip+fused_proj@16"
+# One Inductor cache for the round: settings and stages that compile the same graph share it.
 export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_fsdp_mfu
-nvidia-smi --query-gpu=name,memory.used,clocks.sm,power.draw --format=csv > "$OUT/nvidia_smi.txt" 2>&1
-run bench 80 python -m gpufolio bench --project fsdp_mfu --quick --variant fsdp2_compile --out "$OUT" \
-  --no-progress --timeout 75
-run profile 30 python -m gpufolio_projects.fsdp_mfu.profile_step --variant fsdp2_compile --sdpa cudnn \
-  --out "$OUT/profile"
-run gpu_tests 25 python -m pytest -m gpu projects/fsdp_mfu -q -rA -p no:cacheprovider -s
-run loss_curve 100 python -m gpufolio_projects.fsdp_mfu.loss_curve --out "$OUT/loss_curve" --steps ${LC_STEPS:-300}
+nvidia-smi --query-gpu=name,memory.used,clocks.sm,power.draw,power.limit --format=csv > "$OUT/nvidia_smi.txt" 2>&1
+for stage in ${STAGES//,/ }; do
+  case $stage in
+    bench)
+      args=(); for v in ${BENCH_VARIANTS:-fsdp2_compile}; do args+=(--variant "$v"); done
+      run bench 100 python3 -m gpufolio bench --project fsdp_mfu --quick "${args[@]}" --out "$OUT" \
+        --no-progress --timeout 95 ;;
+    profile)
+      # shellcheck disable=SC2086
+      run profile ${PROFILE_CAP:-88} python3 -m gpufolio_projects.fsdp_mfu.profile_step --out "$OUT/profile" \
+        --profile-first 2 --warmup 3 --steps 6 ${PROFILE_ARGS:-} --settings ${PROFILE_SETTINGS:-$ROUND_SETTINGS} ;;
+    loss_curve)
+      # training stops itself ~8 s before the stage's end (interpreter start-up before it, the final evaluation,
+      # stamp and plot after it)
+      t=$(left); (( t > 70 )) && t=70
+      run loss_curve 70 python3 -m gpufolio_projects.fsdp_mfu.loss_curve --out "$OUT/loss_curve" \
+        --steps "${LC_STEPS:-400}" --max-seconds $(( t > 18 ? t - 8 : 10 )) ;;
+    gpu_tests)
+      run gpu_tests 30 python3 -m pytest -m gpu projects/fsdp_mfu -q -rA -p no:cacheprovider -s ;;
+    *) echo "unknown stage $stage" | tee -a "$OUT/stages.log" ;;
+  esac
+done
 cat "$OUT/stages.log"

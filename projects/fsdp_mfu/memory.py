@@ -65,7 +65,7 @@ def _norm_saved(d: int, s: Setting, consumers: int, input_bytes: int) -> float:
     return xf + y + s.compute * d + FP32  # z = y * w, saved once, shared by the consumer Linears
 
 
-def saved_per_layer(cfg: ModelConfig, s: Setting) -> float:
+def saved_per_layer(cfg: ModelConfig, s: Setting, fused_proj: bool = False) -> float:
     """Bytes per token one TransformerBlock saves for backward (no activation checkpointing).
 
     Eager: every tensor autograd keeps, from our module code. Compiled: what Inductor's min-cut partitioner
@@ -80,7 +80,10 @@ def saved_per_layer(cfg: ModelConfig, s: Setting) -> float:
     else:
         mlp = 4 * c * f  # gate (silu's input), silu(gate), up (the multiply's inputs), product (w2's input)
         mid_bytes = s.residual
-    return (_norm_saved(d, s, 3, s.residual) + attention + _norm_saved(d, s, 2, mid_bytes) + mlp)
+    # consumers of each norm's output: wq, wk, wv and w1, w3 — or one wqkv and one w13 (fused_proj)
+    qkv_consumers, mlp_consumers = (1, 1) if fused_proj else (3, 2)
+    return (_norm_saved(d, s, qkv_consumers, s.residual) + attention + _norm_saved(d, s, mlp_consumers, mid_bytes)
+            + mlp)
 
 
 def head_saved(cfg: ModelConfig, s: Setting) -> float:
@@ -115,7 +118,8 @@ class MemoryPrediction:
 
 
 def predict(cfg: ModelConfig, B: int, T: int, *, mode: str, world_size: int = 1, dtype: str = "bfloat16",
-            compiled: bool = False, ac: bool = False, reshard_after_forward: bool = True) -> MemoryPrediction:
+            compiled: bool = False, ac: bool = False, reshard_after_forward: bool = True,
+            fused_proj: bool = False) -> MemoryPrediction:
     """Peak bytes on one rank for one training step with local batch B x T."""
     s = setting(mode, dtype, compiled)
     W = world_size if mode == "fsdp2" else 1
@@ -150,7 +154,7 @@ def predict(cfg: ModelConfig, B: int, T: int, *, mode: str, world_size: int = 1,
         block_gather = 0.0
         block_grad_transient = 0.0
 
-    per_layer = saved_per_layer(cfg, s)
+    per_layer = saved_per_layer(cfg, s, fused_proj)
     kept_per_layer = s.residual * cfg.dim if ac else per_layer  # AC keeps the block input only
     head = head_saved(cfg, s)
     activations = tokens * (cfg.n_layers * kept_per_layer + head)

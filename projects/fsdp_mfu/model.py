@@ -52,44 +52,71 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: Kernels):
+    """fused_qkv: one [dim + 2·kv_dim, dim] weight instead of wq, wk, wv — the same FLOPs in one larger GEMM
+    (forward: N = dim + 2·kv_dim; backward: dX is one GEMM with K = dim + 2·kv_dim instead of three GEMMs and
+    two adds), and the input is read once instead of three times."""
+
+    def __init__(self, cfg: ModelConfig, kernels: Kernels, fused_qkv: bool = False):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-        self.wq = nn.Linear(cfg.dim, cfg.dim, bias=False)
-        self.wk = nn.Linear(cfg.dim, cfg.kv_dim, bias=False)
-        self.wv = nn.Linear(cfg.dim, cfg.kv_dim, bias=False)
+        self.dim, self.kv_dim = cfg.dim, cfg.kv_dim
+        if fused_qkv:
+            self.wqkv = nn.Linear(cfg.dim, cfg.dim + 2 * cfg.kv_dim, bias=False)
+        else:
+            self.wq = nn.Linear(cfg.dim, cfg.dim, bias=False)
+            self.wk = nn.Linear(cfg.dim, cfg.kv_dim, bias=False)
+            self.wv = nn.Linear(cfg.dim, cfg.kv_dim, bias=False)
         self.wo = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.fused_qkv = fused_qkv
         self._kernels = kernels
+
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.fused_qkv:
+            return self.wqkv(x).split([self.dim, self.kv_dim, self.kv_dim], dim=-1)
+        return self.wq(x), self.wk(x), self.wv(x)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
-        q = apply_rope(self.wq(x).view(B, T, self.n_heads, self.head_dim), cos, sin)
-        k = apply_rope(self.wk(x).view(B, T, self.n_kv_heads, self.head_dim), cos, sin)
-        v = self.wv(x).view(B, T, self.n_kv_heads, self.head_dim)
+        q, k, v = self._qkv(x)
+        q = apply_rope(q.reshape(B, T, self.n_heads, self.head_dim), cos, sin)
+        k = apply_rope(k.reshape(B, T, self.n_kv_heads, self.head_dim), cos, sin)
+        # Fused: v is a slice of the qkv GEMM's output; attention saves v for backward, and a saved slice would
+        # keep the whole [T, dim + 2·kv_dim] buffer alive. A contiguous copy keeps only v (as unfused does).
+        v = (v.contiguous() if self.fused_qkv else v).reshape(B, T, self.n_kv_heads, self.head_dim)
         # q: [B, H, T, D]; k, v: [B, KV, T, D] — the attention kernel broadcasts KV heads over H/KV query heads.
         o = self._kernels.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
         return self.wo(o.transpose(1, 2).reshape(B, T, -1))
 
 
 class FeedForward(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: Kernels):
+    """fused: w13 = [w1; w3] as one [2·ffn_dim, dim] weight (gate rows first), one GEMM for both."""
+
+    def __init__(self, cfg: ModelConfig, kernels: Kernels, fused: bool = False):
         super().__init__()
-        self.w1 = nn.Linear(cfg.dim, cfg.ffn_dim, bias=False)  # gate
-        self.w3 = nn.Linear(cfg.dim, cfg.ffn_dim, bias=False)  # up
+        if fused:
+            self.w13 = nn.Linear(cfg.dim, 2 * cfg.ffn_dim, bias=False)  # gate | up
+        else:
+            self.w1 = nn.Linear(cfg.dim, cfg.ffn_dim, bias=False)  # gate
+            self.w3 = nn.Linear(cfg.dim, cfg.ffn_dim, bias=False)  # up
         self.w2 = nn.Linear(cfg.ffn_dim, cfg.dim, bias=False)  # down
+        self.fused = fused
         self._kernels = kernels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w2(self._kernels.swiglu(self.w1(x), self.w3(x)))
+        if self.fused:
+            gate, up = self.w13(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.w1(x), self.w3(x)
+        return self.w2(self._kernels.swiglu(gate, up))
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: Kernels):
+    def __init__(self, cfg: ModelConfig, kernels: Kernels, fused_proj: bool = False):
         super().__init__()
         self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps, kernels)
-        self.attention = Attention(cfg, kernels)
+        self.attention = Attention(cfg, kernels, fused_qkv=fused_proj)
         self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps, kernels)
-        self.feed_forward = FeedForward(cfg, kernels)
+        self.feed_forward = FeedForward(cfg, kernels, fused=fused_proj)
         # Full activation checkpointing of this block: set by parallelize.apply_ac before compile, so that
         # the compiled graph contains the recompute region (see parallelize.py for the order).
         self.checkpointed = False
@@ -122,13 +149,17 @@ class OutputHead(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, cfg: ModelConfig, kernels: Kernels | None = None):
+    """fused_proj: wqkv and w13 instead of wq/wk/wv and w1/w3 (same parameters and FLOPs, fewer, larger
+    GEMMs); the default keeps Llama's separate names."""
+
+    def __init__(self, cfg: ModelConfig, kernels: Kernels | None = None, fused_proj: bool = False):
         super().__init__()
         kernels = kernels or torch_kernels()
         self.cfg = cfg
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         # ModuleDict keyed "0".."L-1" keeps Llama's parameter names and lets per-block wrapping replace entries.
-        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg, kernels) for i in range(cfg.n_layers)})
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(cfg, kernels, fused_proj)
+                                     for i in range(cfg.n_layers)})
         self.head = OutputHead(cfg, kernels)
         cos, sin = rope_tables(cfg)
         # Not persistent: derived from the config, never checkpointed, and rebuilt by init_weights after a

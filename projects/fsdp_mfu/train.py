@@ -44,7 +44,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ckpt-every", type=int, default=0)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--log-json", type=Path, default=None, help="write the loss curve here (rank 0)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar: one printed line per 10 steps")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="stop after this many seconds of training (then evaluate and write the log)")
     # Every TrainConfig field is a flag; defaults come from TrainConfig only (one place).
     for f in fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
@@ -79,6 +81,7 @@ def evaluate(trainer: Trainer, batches, n: int, device) -> float:
 
 
 def main(argv=None) -> dict:
+    t_start = time.perf_counter()  # --max-seconds counts from here: data loading and model build included
     args = parse_args(argv)
     cfg = _train_config(args)
     model_cfg = get_config(args.model)
@@ -113,7 +116,17 @@ def main(argv=None) -> dict:
 
         bar = tqdm(total=args.steps, initial=start, unit="step", dynamic_ncols=True)
     tokens_per_step = spec.global_batch * args.seq
-    t_last, loss = time.perf_counter(), None
+
+    def write_log() -> None:  # after every evaluation too: a run killed from outside keeps its curve so far
+        if rank == 0 and args.log_json is not None:
+            args.log_json.parent.mkdir(parents=True, exist_ok=True)
+            args.log_json.write_text(json.dumps(log, indent=1, default=str) + "\n")
+
+    if args.eval_every and start == 0:  # the curve starts from the untrained model
+        log["val"].append({"step": 0, "loss": evaluate(trainer, val, args.eval_batches, device)})
+        write_log()
+    t_begin = t_last = time.perf_counter()
+    loss = None
     for step in range(start, args.steps):
         x, y = train.batch(step, device)
         loss = trainer.step(x, y)
@@ -133,15 +146,24 @@ def main(argv=None) -> dict:
             if bar is not None:
                 bar.set_postfix(loss=f"{entry['loss']:.3f}", tok_s=f"{tok_s:,.0f}",
                                 mfu=f"{100 * entry.get('mfu', float('nan')):.1f}%")
-        if args.eval_every and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps):
+            elif rank == 0:
+                print(f"step {step + 1}: loss {entry['loss']:.3f}, {tok_s:,.0f} tok/s, "
+                      f"{now - t_begin:.1f} s", flush=True)
+        out_of_time = args.max_seconds is not None and time.perf_counter() - t_start > args.max_seconds
+        last = step + 1 == args.steps or out_of_time
+        if args.eval_every and ((step + 1) % args.eval_every == 0 or last):
             log["val"].append({"step": step + 1, "loss": evaluate(trainer, val, args.eval_batches, device)})
+            if rank == 0 and bar is None:
+                print(f"step {step + 1}: val loss {log['val'][-1]['loss']:.3f}", flush=True)
+            write_log()
         if args.ckpt_dir is not None and args.ckpt_every and (step + 1) % args.ckpt_every == 0:
             checkpoint.save(trainer, args.ckpt_dir / f"step_{step + 1}")
+        if out_of_time:
+            log["stopped_early"] = {"step": step + 1, "max_seconds": args.max_seconds}
+            break
     if bar is not None:
         bar.close()
-    if rank == 0 and args.log_json is not None:
-        args.log_json.parent.mkdir(parents=True, exist_ok=True)
-        args.log_json.write_text(json.dumps(log, indent=1, default=str) + "\n")
+    write_log()
     return log
 
 

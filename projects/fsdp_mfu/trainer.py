@@ -46,6 +46,11 @@ class TrainConfig:
     grad_clip: float | None = 1.0
     seed: int = 0
     fused_adamw: bool | None = None  # None: fused on CUDA, foreach elsewhere
+    # Gradient clipping folded into fused AdamW: the clip factor goes in as the optimizer's grad_scale (the
+    # divisor its one kernel pass applies to every gradient), instead of a separate foreach multiply that
+    # reads and writes every fp32 gradient once more. Needs fused AdamW.
+    fold_clip: bool = False
+    fused_proj: bool = False  # wqkv / w13: fewer, larger GEMMs (model.py); same parameters and FLOPs
     meta_init: bool = False  # build on the meta device, shard, then materialise (models bigger than a GPU)
 
     def __post_init__(self) -> None:
@@ -59,6 +64,8 @@ class TrainConfig:
             raise ValueError("meta_init materialises shards: it needs mode='fsdp2'")
         if self.lr <= 0 or self.warmup_steps < 0 or self.decay_steps < 0:
             raise ValueError("lr must be positive, warmup/decay steps non-negative")
+        if self.fold_clip and self.fused_adamw is False:
+            raise ValueError("fold_clip hands the clip factor to fused AdamW: it needs fused_adamw")
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -92,10 +99,10 @@ class Trainer:
         kernels = build_kernels(cfg.fused_kernels, cfg.triton_attention)
         if cfg.meta_init:
             with torch.device("meta"):
-                model = Transformer(model_cfg, kernels)
+                model = Transformer(model_cfg, kernels, cfg.fused_proj)
         else:
             with torch.device(device):
-                model = Transformer(model_cfg, kernels)
+                model = Transformer(model_cfg, kernels, cfg.fused_proj)
             # Same seed, same device -> the same initial weights in every mode (the equivalence tests rely on it).
             model.init_weights(cfg.seed)
         mesh = distmod.mesh(device.type) if cfg.mode == "fsdp2" else None
@@ -131,12 +138,21 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.cfg.lr * self.cfg.lr_factor(step)
 
+    @property
+    def fused_optimizer(self) -> bool:
+        return bool(self.optimizer.defaults.get("fused"))
+
     def clip_grad_norm(self) -> torch.Tensor:
         params = [p for p in self.model.parameters() if p.grad is not None]
         total = torch.nn.utils.get_total_norm([p.grad for p in params], foreach=True)
         if hasattr(total, "full_tensor"):  # FSDP2: a norm of shards is a partial result; reduce it over ranks
             total = total.full_tensor()
-        torch.nn.utils.clip_grads_with_norm_(params, self.cfg.grad_clip, total, foreach=True)
+        if self.cfg.fold_clip and self.fused_optimizer:
+            # clip_grads_with_norm_ multiplies by min(1, max_norm / (norm + 1e-6)); fused AdamW divides by
+            # grad_scale, so the same factor is its inverse. A device tensor: no host sync.
+            self.optimizer.grad_scale = torch.clamp((total.float() + 1e-6) / self.cfg.grad_clip, min=1.0)
+        else:
+            torch.nn.utils.clip_grads_with_norm_(params, self.cfg.grad_clip, total, foreach=True)
         return total
 
     def forward_backward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -150,6 +166,7 @@ class Trainer:
         if self.cfg.grad_clip is not None:
             self.clip_grad_norm()
         self.optimizer.step()
+        self.optimizer.grad_scale = None  # a folded clip factor is for this step only
         self.optimizer.zero_grad(set_to_none=True)
         self.set_step(self.step_count + 1)
         return loss

@@ -117,6 +117,10 @@ def _rowwise_bytes(bench: str, T: int, N: int, e: int, pas: str) -> int:
     return fwd if pas == "fwd" else fwd + bwd
 
 
+# Widths that are not a multiple of 16 elements (no 16-byte vector loads): the quick run measures RMSNorm there.
+ODD_WIDTHS = (4097, 8191)
+
+
 def _rowwise_configs(bench: str) -> callable:
     w = SPECS[bench]["width"]
     big = 8192 if bench == "swiglu" else 4096
@@ -127,9 +131,12 @@ def _rowwise_configs(bench: str) -> callable:
             return [{"T": 7, w: 1000, "dtype": "float32", "pass": "fwd_bwd"},
                     {"T": 5, w: 4097, "dtype": "float16", "pass": "fwd"},
                     {"T": 33, w: 64, "dtype": "float16", "pass": "fwd_bwd"}]
-        if mode == "quick":  # the headline only (SwiGLU's is forward+backward)
+        if mode == "quick":  # the headline (SwiGLU's is forward+backward); RMSNorm adds two odd widths
             passes = ("fwd_bwd",) if bench == "swiglu" else ("fwd", "fwd_bwd")
-            return [{"T": 32768, w: big, "dtype": "bfloat16", "pass": ps} for ps in passes]
+            out = [{"T": 32768, w: big, "dtype": "bfloat16", "pass": ps} for ps in passes]
+            if bench == "rmsnorm":
+                out += [{"T": 16384, w: n, "dtype": "bfloat16", "pass": "fwd_bwd"} for n in ODD_WIDTHS]
+            return out
         out = [{"T": T, w: big, "dtype": "bfloat16", "pass": ps} for ps in ("fwd", "fwd_bwd")
                for T in (2048, 8192, 32768)]
         return out + [{"T": 16384, w: odd, "dtype": "bfloat16", "pass": ps} for ps in ("fwd", "fwd_bwd")]
@@ -234,19 +241,32 @@ def _lce_configs(mode: str) -> list[dict]:
     return out
 
 
+# Candidates: name -> (label, how the chunk is chosen). The budget variants pick the chunk from a memory rule;
+# the fixed-chunk ones trace the time-versus-memory curve between them.
+LCE_CANDIDATES = {
+    "fused": ("Triton CE + chunked cuBLAS, chunk = d/2 rows (buffer <= half of grad_W)", {}),
+    "fused_lowmem": ("same, chunk capped at Liger's memory budget (per-chunk buffers <= x)", {"budget": "x"}),
+    "fused_c512": ("same, 512-row chunks", {"chunk": 512}),
+    "fused_c1024": ("same, 1024-row chunks", {"chunk": 1024}),
+}
+
+
 def _lce_case(variant: str, p: dict, device) -> Case:
     import torch
 
     T, d, V, dtype, ls = p["T"], p["d"], p["V"], p["dtype"], float(p["label_smoothing"])
-    if variant in ("fused", "fused_lowmem"):
+    if variant in LCE_CANDIDATES:
         from .ops.linear_cross_entropy import linear_cross_entropy
 
+        how = LCE_CANDIDATES[variant][1]
         e = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-        # fused_lowmem: Liger's budget, a logits chunk no larger than the input x (T * d elements).
-        budget = T * d * e if variant == "fused_lowmem" else None
+        # Liger's budget: per-chunk buffers no larger than the input x (T * d elements).
+        budget = T * d * e if how.get("budget") == "x" else None
+        chunk = how.get("chunk")  # more rows than tokens: one chunk of all of them
 
         def op(x, w, y, label_smoothing):
-            return linear_cross_entropy(x, w, y, label_smoothing=label_smoothing, max_chunk_bytes=budget)
+            return linear_cross_entropy(x, w, y, label_smoothing=label_smoothing, max_chunk_bytes=budget,
+                                        chunk=chunk)
     else:
         op = _op_for("linear_cross_entropy", variant, device)
 
@@ -308,8 +328,7 @@ BENCHES: list[Bench] = [
           headline_params=_NORM_HEADLINE, headline_baseline="torch_compile",
           description="s = x + residual; y = RMSNorm(s) * w; returns (y, s). Forward and forward+backward."),
     Bench(project=PROJECT, name="linear_cross_entropy", metric=TIME_MS,
-          variants=_variants((("fused", "Triton CE + chunked cuBLAS, chunk = d/2 (buffer <= half of grad_W)"),
-                              ("fused_lowmem", "same, chunk capped at Liger's memory budget"))),
+          variants=_variants(tuple((n, label) for n, (label, _) in LCE_CANDIDATES.items())),
           configs=_lce_configs, case=_lce_case, x_param="T", headline_params=LCE_HEADLINE,
           headline_baseline="torch_compile",
           description="Mean cross-entropy of x @ W^T, forward + backward (grads of x and W); ignore_index rows."),

@@ -1,24 +1,51 @@
 #!/usr/bin/env bash
 # fused_kernels on the GPU box (run from the repo root, $OUTDIR set, the package importable).
-# Final round (75 s in all): the headline records only, in one run so every comparison shares a run_id:
-# copy (the run's ceiling), add+RMSNorm fwd and fwd+bwd, linear+cross-entropy, SwiGLU fwd+bwd; each with eager,
-# torch.compile and Liger in the same run. Earlier rounds also ran `pytest -m gpu` and the sweeps in tune.py.
+# Stages run in the order given by FK_STAGES (space-separated; the default below is this round's plan), each
+# under its own time limit, each logging to $OUTDIR/<stage>.log; the bench stages write stamped records.
+#   tune_lce     LCE: time and peak memory per chunk size and schedule, one chunk's steps apart (tune.py lce)
+#   tune_swiglu  SwiGLU launch sweep, forward and backward apart, and ours against torch.compile's kernels
+#   tune_odd     add+RMSNorm / RMSNorm at odd widths against their power-of-two neighbours
+#   bench_rmsnorm, bench_swiglu, bench_lce, bench_norms (copy + add_rmsnorm)   quick-mode records
+#   bench_final  every bench in one run (copy, add_rmsnorm, linear_cross_entropy, rmsnorm, swiglu)
+#   pytest       python -m pytest -m gpu projects/fused_kernels
 set -u
 OUT="${OUTDIR:?OUTDIR must be set}"
 PY="$(command -v python || command -v python3)"
 mkdir -p "$OUT"
 export TRITON_INTERPRET=0
 date -u > "$OUT/env.log"
+STAGES="${FK_STAGES:-tune_lce tune_swiglu bench_rmsnorm}"
 
 step() {  # step NAME SECONDS CMD...: run with a time limit, log to $OUT/NAME.log, print the tail
   local name=$1 secs=$2; shift 2
   local t0=$SECONDS
   timeout --kill-after=3 "$secs" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
-  echo "== $name rc=$rc $((SECONDS - t0))s"; tail -n 25 "$OUT/$name.log"
+  echo "== $name rc=$rc $((SECONDS - t0))s"; tail -n 40 "$OUT/$name.log"
 }
 
-# --timeout: a case that hangs is killed after 40 s and the run goes on (torch.compile's first case takes ~10 s).
-step bench 68 "$PY" -m gpufolio bench --project fused_kernels --quick --bench copy --bench add_rmsnorm \
-  --bench linear_cross_entropy --bench swiglu --timeout 40 --out "$OUT" --no-progress
+bench() {  # bench NAME SECONDS --bench X ...: quick-mode records under $OUT
+  local name=$1 secs=$2; shift 2
+  step "$name" "$secs" "$PY" -m gpufolio bench --project fused_kernels --quick "$@" --timeout 40 --out "$OUT" \
+    --no-progress
+}
+
+TUNE="gpufolio_projects.fused_kernels.tune"
+for s in $STAGES; do
+  case "$s" in
+    tune_lce) step tune_lce 22 "$PY" -m "$TUNE" lce ;;
+    tune_swiglu) step tune_swiglu 31 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" swiglu
+      # Inductor's launch settings for the same op (its generated kernels, cached above), for the comparison.
+      grep -rh -B2 -A12 "@triton_heuristics.pointwise" /tmp/fk_inductor 2>/dev/null | head -120 > "$OUT/inductor_swiglu.log" ;;
+    tune_odd) step tune_odd 15 "$PY" -m "$TUNE" odd ;;
+    bench_rmsnorm) bench bench_rmsnorm 35 --bench rmsnorm ;;
+    bench_swiglu) bench bench_swiglu 30 --bench swiglu ;;
+    bench_lce) bench bench_lce 45 --bench linear_cross_entropy ;;
+    bench_norms) bench bench_norms 40 --bench copy --bench add_rmsnorm ;;
+    bench_final) bench bench_final 85 --bench copy --bench add_rmsnorm --bench linear_cross_entropy \
+      --bench swiglu --bench rmsnorm ;;
+    pytest) step pytest_gpu 25 "$PY" -m pytest -m gpu projects/fused_kernels -q -x -p no:cacheprovider ;;
+    *) echo "unknown stage $s" ;;
+  esac
+done
 exit 0

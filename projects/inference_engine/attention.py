@@ -29,6 +29,8 @@ class AttentionMetadata:
     # prefill only, on the host: new tokens per sequence, and context (cached + new) per sequence
     query_lens: Optional[list[int]] = None
     context_lens_host: Optional[list[int]] = None
+    # prefill, filled on first use by the varlen kernel: [2, B + 1] int32, cumulative query and context lengths
+    cu_seqlens: Optional[torch.Tensor] = None
 
 
 def write_kv(k, v, k_cache, v_cache, slot_mapping) -> None:
@@ -86,12 +88,16 @@ def _sdpa(q, k, v, scale, mask=None):
 
 
 class PrefillAttention:
-    """Per-sequence causal attention for a prefill step. On a GPU in bf16/fp16 it uses our Triton
-    FlashAttention when that project is importable and agrees with SDPA on a self-test at first use;
-    otherwise SDPA (flash backend without a prefix, a boolean mask with one)."""
+    """Causal attention for a prefill step. On a GPU in bf16/fp16: PyTorch's FlashAttention-2 varlen kernel,
+    one launch per layer for the whole step (``varlen``). Otherwise per sequence: our Triton FlashAttention when
+    that project is importable and agrees with SDPA on a self-test at first use, else SDPA (flash backend
+    without a prefix, a boolean mask with one). ``backend`` names the one that ran last."""
 
-    def __init__(self, allow_gpufolio: bool = True):
+    def __init__(self, allow_gpufolio: bool = True, varlen: bool = True):
         self.allow_gpufolio = allow_gpufolio
+        # GPU, bf16/fp16: the whole step's attention in one FlashAttention-2 varlen launch per layer
+        self.varlen = varlen
+        self.varlen_error: Optional[str] = None
         self._flash = None
         self._checked = False
         self.backend = "sdpa"
@@ -124,6 +130,13 @@ class PrefillAttention:
 
     def __call__(self, q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
         """q: [T, H, D] (T = sum of query_lens), k/v: this step's [T, Hkv, D] (already written to the cache)."""
+        if self.varlen and q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
+            try:
+                out = _varlen_flash(q, k, v, k_cache, v_cache, meta, scale)
+                self.backend = "flash_varlen"
+                return out
+            except (RuntimeError, TypeError) as e:  # a torch without the op or these arguments: per sequence
+                self.varlen, self.varlen_error = False, f"{type(e).__name__}: {e}"
         out = torch.empty_like(q)
         flash = self._flash_for(q)
         bs = meta.block_size
@@ -149,3 +162,34 @@ class PrefillAttention:
             out[start:start + n] = o
             start += n
         return out
+
+
+def _gather_context(k, v, k_cache, v_cache, meta: AttentionMetadata):
+    """Packed K/V of every sequence's whole context: this step's k/v where nothing is cached, else its blocks."""
+    if all(n == c for n, c in zip(meta.query_lens, meta.context_lens_host)):
+        return k, v
+    bs, ks, vs, start = meta.block_size, [], [], 0
+    for i, (n, ctx) in enumerate(zip(meta.query_lens, meta.context_lens_host)):
+        if ctx == n:
+            ks.append(k[start:start + n])
+            vs.append(v[start:start + n])
+        else:
+            blocks = meta.block_tables[i, : -(-ctx // bs)].long()
+            ks.append(k_cache[blocks].flatten(0, 1)[:ctx])
+            vs.append(v_cache[blocks].flatten(0, 1)[:ctx])
+        start += n
+    return torch.cat(ks), torch.cat(vs)
+
+
+def _varlen_flash(q, k, v, k_cache, v_cache, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+    """PyTorch's FlashAttention-2 varlen forward over the packed step: q [T, H, D], K/V [sum ctx, Hkv, D]
+    (GQA native). Causal is aligned bottom-right when a sequence has more keys than queries (a cached
+    prefix): query j of n sees keys 0 .. ctx - n + j, as the per-sequence path does."""
+    kk, vv = _gather_context(k, v, k_cache, v_cache, meta)
+    if meta.cu_seqlens is None:  # once per step, not once per layer: it is a host-to-device copy
+        lens = torch.tensor([[0, *meta.query_lens], [0, *meta.context_lens_host]], dtype=torch.int32)
+        meta.cu_seqlens = lens.cumsum(1, dtype=torch.int32).to(q.device)
+    cu_q, cu_k = meta.cu_seqlens
+    out = torch.ops.aten._flash_attention_forward(
+        q, kk, vv, cu_q, cu_k, max(meta.query_lens), max(meta.context_lens_host), 0.0, True, False, scale=scale)[0]
+    return out

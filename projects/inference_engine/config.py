@@ -144,6 +144,8 @@ class EngineConfig:
     # with Triton kernels: linears with at most this many rows (decode at small batch) use the Triton skinny
     # GEMM instead of cuBLAS; 0 turns it off
     skinny_max_m: int = 16
+    # with Triton kernels: decode at batch <= 16 through fused_decode (norm/residual/SiLU·mul in the GEMVs)
+    fused_decode: bool = True
     # prefill attention through projects/flash_attention when importable (GPU, bf16/fp16), else SDPA
     flash_prefill: bool = True
     max_graph_batch: int = 256

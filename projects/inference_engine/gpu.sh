@@ -1,33 +1,51 @@
 #!/usr/bin/env bash
-# inference_engine on the GPU box: GPU tests, then the quick bench (records under $OUTDIR/inference_engine/).
-# Run from the repo root with OUTDIR set. Each stage has its own time limit so one hang cannot eat the round.
+# inference_engine on the GPU box. Run from the repo root with OUTDIR set; every log lands under $OUTDIR.
+#   IE_STAGES   which stages, in order (default "profile tests bench"): bench = the quick bench (records under
+#               $OUTDIR/inference_engine/), tests = pytest -m gpu, profile = profile_decode.py
+#   IE_PROFILE  profile_decode.py stages (default "offline,step,kernels,gemv")
+#   IE_BENCHES  bench names for the bench stage (round 1 default: online, never run on a GPU before)
+#   IE_TOTAL_S  the round's limit less a margin (default 115); each stage runs under timeout with its own cap
+#               (IE_LIMIT_BENCH, IE_LIMIT_TESTS, IE_LIMIT_PROFILE) and never past the total.
 set -u
 : "${OUTDIR:?set OUTDIR}"
 mkdir -p "$OUTDIR"
-TOTAL=${IE_TOTAL_S:-147}          # the round's limit for this script, less a margin
-PROFILE_S=${IE_PROFILE_S:-25}      # kept for the profile after the bench
-LIMIT_TESTS=${IE_LIMIT_TESTS:-35}
-MODE=${IE_MODE:---quick}
-
+TOTAL=${IE_TOTAL_S:-115}
+STAGES=${IE_STAGES:-profile tests bench}
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv > "$OUTDIR/ie_nvidia_smi.txt" 2>&1
 
-timeout "$LIMIT_TESTS" python -m pytest -m gpu projects/inference_engine -q -p no:cacheprovider \
-  > "$OUTDIR/ie_pytest_gpu.log" 2>&1
-echo "pytest -m gpu rc=$?" | tee -a "$OUTDIR/ie_pytest_gpu.log"
-tail -5 "$OUTDIR/ie_pytest_gpu.log"
+limit() {  # min(stage cap, time left)
+  local left=$((TOTAL - SECONDS))
+  if [ "$1" -lt "$left" ]; then echo "$1"; else echo "$left"; fi
+}
 
-LIMIT_BENCH=$((TOTAL - PROFILE_S - SECONDS))  # whatever the tests left
-echo "bench limit ${LIMIT_BENCH}s"
-# shellcheck disable=SC2086
-timeout "$LIMIT_BENCH" python -m gpufolio bench --project inference_engine $MODE --out "$OUTDIR" --no-progress \
-  > "$OUTDIR/ie_bench.log" 2>&1
-echo "bench rc=$?" | tee -a "$OUTDIR/ie_bench.log"
-tail -15 "$OUTDIR/ie_bench.log"
-
-LIMIT_PROFILE=$((TOTAL - SECONDS))
-if [ "$LIMIT_PROFILE" -gt 5 ]; then
-  timeout "$LIMIT_PROFILE" python -m gpufolio_projects.inference_engine.profile_decode --out "$OUTDIR" \
-    > "$OUTDIR/ie_profile.log" 2>&1
-  echo "profile rc=$?"
-  tail -40 "$OUTDIR/ie_profile.log"
-fi
+for stage in $STAGES; do
+  case "$stage" in
+    bench)
+      L=$(limit "${IE_LIMIT_BENCH:-80}")
+      args=()
+      for b in ${IE_BENCHES:-online}; do args+=(--bench "$b"); done
+      echo "[$SECONDS s] bench (limit ${L}s): ${args[*]}"
+      timeout "$L" python -m gpufolio bench --project inference_engine --quick "${args[@]}" --out "$OUTDIR" \
+        --no-progress > "$OUTDIR/ie_bench.log" 2>&1
+      echo "bench rc=$?" | tee -a "$OUTDIR/ie_bench.log"
+      tail -5 "$OUTDIR/ie_bench.log" ;;
+    tests)
+      L=$(limit "${IE_LIMIT_TESTS:-25}")
+      echo "[$SECONDS s] pytest -m gpu (limit ${L}s)"
+      timeout "$L" python -m pytest -m gpu projects/inference_engine -q -p no:cacheprovider \
+        > "$OUTDIR/ie_pytest_gpu.log" 2>&1
+      echo "pytest -m gpu rc=$?" | tee -a "$OUTDIR/ie_pytest_gpu.log"
+      tail -4 "$OUTDIR/ie_pytest_gpu.log" ;;
+    profile)
+      L=$(limit "${IE_LIMIT_PROFILE:-50}")
+      echo "[$SECONDS s] profile (limit ${L}s)"
+      if [ "$L" -gt 5 ]; then
+        timeout "$L" python -m gpufolio_projects.inference_engine.profile_decode --out "$OUTDIR" \
+          --stages "${IE_PROFILE:-offline,step,kernels,gemv}" > "$OUTDIR/ie_profile.log" 2>&1
+        echo "profile rc=$?"
+        tail -30 "$OUTDIR/ie_profile.log"
+      fi ;;
+    *) echo "unknown stage $stage" ;;
+  esac
+done
+echo "[$SECONDS s] done"

@@ -28,6 +28,11 @@ class KernelChoice:
 
     triton: bool = False  # fused Triton kernels (GPU; CPU under TRITON_INTERPRET) instead of PyTorch ops
     skinny_max_m: int = 16  # with triton: linears of at most this many rows use the Triton skinny GEMM
+    # with triton: decode batches of at most 16 run fused_decode.decode_logits (norm, residual and SiLU·mul
+    # folded into the GEMVs, six kernels per layer) instead of forward + compute_logits
+    fused_decode: bool = True
+    # in the fused decode step: RoPE and the K/V store inside the attention kernel (head_dim >= 32)
+    rope_in_attention: bool = True
 
     def linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         if self.triton and 0 < x.shape[0] <= self.skinny_max_m:

@@ -23,6 +23,7 @@ from .sampler import Sampler
 from .scheduler import ScheduledBatch
 from .sequence import Sequence
 
+FUSED_DECODE_MAX_BATCH = 16  # triton_gemv.MAX_M: the fused GEMVs pad the batch to 16 rows
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
 
 
@@ -47,6 +48,9 @@ class ModelRunner:
         self.max_batch = config.scheduler.max_num_seqs
         self._alloc_decode_buffers()
         self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
+        # (padded batch, ((seq_id, len), ...)) whose decode inputs the device buffers hold; None: unknown
+        self._resident: Optional[tuple] = None
+        self._resident_blocks: list[int] = []
         self.graph_buckets = [b for b in GRAPH_BUCKETS if b <= min(config.max_graph_batch, self.max_batch)]
         if self.use_graphs:
             self.graph_pool = torch.cuda.graph_pool_handle()
@@ -60,7 +64,7 @@ class ModelRunner:
         use_triton = cfg.kernels == "triton" or (cfg.kernels == "auto" and self.device.type == "cuda")
         with torch.device("meta"):
             model = LlamaForCausalLM(cfg.model_config, cfg.max_model_len + cfg.scheduler.num_decode_steps,
-                                     KernelChoice(use_triton, cfg.skinny_max_m), cfg.flash_prefill)
+                                     KernelChoice(use_triton, cfg.skinny_max_m, cfg.fused_decode), cfg.flash_prefill)
         model.to_empty(device=self.device)
         model.tie_weights()  # to_empty replaces each module's parameter separately, which unties them
         for layer in model.layers:
@@ -106,21 +110,25 @@ class ModelRunner:
         self.temperatures = torch.zeros(B, dtype=torch.float32, device=dev)
         self.top_k = torch.full((B,), self.vocab_size, dtype=torch.int64, device=dev)
         self.top_p = torch.ones(B, dtype=torch.float32, device=dev)
-        self.next_ids = torch.zeros(B, dtype=torch.int64, device=dev)
         self.step_tokens = torch.zeros(self.config.scheduler.num_decode_steps, B, dtype=torch.int64, device=dev)
 
     # -- decode ---------------------------------------------------------------------------------------------
     def _decode_body(self, b: int, greedy_only: bool) -> None:
         """One decode step for rows [0, b) of the static buffers, advancing them in place."""
         ids, pos, ctx, bt = self.input_ids[:b], self.positions[:b], self.context_lens[:b], self.block_tables[:b]
-        bs = self.block_size
-        slot = bt.gather(1, (pos // bs).unsqueeze(1)).squeeze(1).long() * bs + pos % bs
-        meta = AttentionMetadata(False, bs, slot, bt, ctx)
-        hidden = self.model(ids, pos, self.kv_caches, meta)
-        logits = self.model.compute_logits(hidden)
+        kernels = self.model.kernels
+        if kernels.triton and kernels.fused_decode and b <= FUSED_DECODE_MAX_BATCH:
+            from .fused_decode import decode_logits  # imported late: TRITON_INTERPRET is read at import
+
+            logits = decode_logits(self.model, ids, pos, self.kv_caches, bt, ctx)
+        else:
+            bs = self.block_size
+            slot = bt.gather(1, (pos // bs).unsqueeze(1)).squeeze(1).long() * bs + pos % bs
+            meta = AttentionMetadata(False, bs, slot, bt, ctx)
+            hidden = self.model(ids, pos, self.kv_caches, meta)
+            logits = self.model.compute_logits(hidden)
         tokens = self.sampler(logits, self.temperatures[:b], self.top_k[:b], self.top_p[:b], greedy_only)
-        self.next_ids[:b].copy_(tokens)
-        ids.copy_(tokens)
+        ids.copy_(tokens)  # the sampled token is the next step's input (and what run_decode reads back)
         pos.add_(1)
         ctx.add_(1)
 
@@ -134,6 +142,7 @@ class ModelRunner:
 
     @torch.inference_mode()
     def _capture(self, b: int, greedy_only: bool) -> None:
+        self._resident = None  # capture overwrites the decode buffers
         self._reset_padding(0, b)  # warm-up and capture must write only into the scratch block
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -148,13 +157,16 @@ class ModelRunner:
             self._decode_body(b, greedy_only)
         self.graphs[(b, greedy_only)] = graph
 
-    def _fill_decode_buffers(self, seqs: list[Sequence], padded: int) -> None:
-        b = len(seqs)
-        W = self.max_blocks_per_seq
-        tables = torch.full((b, W), self.scratch_block, dtype=torch.int32)
+    def _fill_block_tables(self, seqs: list[Sequence]) -> None:
+        tables = torch.full((len(seqs), self.max_blocks_per_seq), self.scratch_block, dtype=torch.int32)
         for i, s in enumerate(seqs):
             tables[i, :len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.int32)
-        self.block_tables[:b].copy_(tables, non_blocking=True)
+        self.block_tables[:len(seqs)].copy_(tables, non_blocking=True)
+
+    def _fill_decode_buffers(self, seqs: list[Sequence], padded: int) -> None:
+        b = len(seqs)
+        self._resident = None
+        self._fill_block_tables(seqs)
         self.input_ids[:b].copy_(torch.tensor([s.token_ids[-1] for s in seqs]), non_blocking=True)
         self.positions[:b].copy_(torch.tensor([len(s) - 1 for s in seqs]), non_blocking=True)
         self.context_lens[:b].copy_(torch.tensor([len(s) for s in seqs], dtype=torch.int32), non_blocking=True)
@@ -180,13 +192,22 @@ class ModelRunner:
             if (padded, greedy_only) not in self.graphs:
                 self._capture(padded, greedy_only)
             graph = self.graphs[(padded, greedy_only)]
-        self._fill_decode_buffers(seqs, padded)
+        key = (padded, tuple((s.seq_id, len(s)) for s in seqs))
+        if key == self._resident:  # the same batch as the last chunk, which the graph advanced in place
+            if [len(s.block_table) for s in seqs] != self._resident_blocks:
+                self._fill_block_tables(seqs)
+        else:
+            self._fill_decode_buffers(seqs, padded)
+        self._resident_blocks = [len(s.block_table) for s in seqs]
+        # after these steps the device holds each sequence's last token, position and context; if the host
+        # appends all of them (no stop), the next chunk finds its inputs in place and skips the copies
+        self._resident = (padded, tuple((s.seq_id, len(s) + num_steps) for s in seqs))
         for step in range(num_steps):
             if graph is not None:
                 graph.replay()
             else:
                 self._decode_body(b, greedy_only)
-            self.step_tokens[step, :b].copy_(self.next_ids[:b])
+            self.step_tokens[step, :b].copy_(self.input_ids[:b])
         tokens = self.step_tokens[:num_steps, :b].T.tolist()  # the one host sync of the k steps
         return tokens
 

@@ -1,10 +1,17 @@
-"""Where the time goes, on the GPU (diagnostics for the worklog; the site's numbers come from bench.py):
+"""Where the decode time goes, on the GPU (diagnostics for the README's analysis; its numbers come from bench.py):
 
-1. batch-1 decode, eager, one step's kernels by CUDA time (torch.profiler; launch gaps excluded);
-2. ms per decode step with CUDA graphs at batch 1 / 64 / 256, Triton skinny GEMMs against cuBLAS at batch 1;
-3. the offline workload's steps: prefill and decode wall time, tokens per step.
+    offline  the offline workload (cap 256) step by step: prefill steps, decode chunks, host time; prefill
+             attention as one varlen launch per layer against per sequence (first: it needs every graph bucket)
+    step     B=1: GPU ms per decode step (CUDA events around back-to-back graph replays, no host in between)
+             for each decode path (PATHS: fused with RoPE in the attention kernel, fused with a separate
+             rope_store, unfused Triton, unfused cuBLAS); then wall ms per
+             token of the bench's generate call, split into prefill, decode chunks and host time between them
+    kernels  B=1: torch.profiler over graph replays of each path: kernels per step, summed kernel time
+    gemv     each decode weight shape at M=1: fused GEMV vs cuBLAS vs the skinny GEMM (GB/s, L2 defeated by
+             cycling through the 16 layers' weights), plus a few tile configs of the fused GEMV
 
-    python -m gpufolio_projects.inference_engine.profile_decode --out DIR     (writes DIR/ie_profile.txt)
+    python -m gpufolio_projects.inference_engine.profile_decode --out DIR [--stages offline,step,kernels,gemv]
+(appends to DIR/ie_profile.txt)
 """
 from __future__ import annotations
 
@@ -16,98 +23,261 @@ import time
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
+    ap.add_argument("--stages", default="offline,step,kernels,gemv")
     args = ap.parse_args()
     import torch
 
     from . import bench
-    from .sampling_params import SamplingParams
 
-    dev = torch.device("cuda")
-    params = {"model": "llama3.2-1b", "dtype": "bfloat16"}
-    eng = bench._engine(params, dev)
-    runner = eng.model_runner
-    kernels = runner.model.kernels
-    out_path = os.path.join(args.out, "ie_profile.txt")
     os.makedirs(args.out, exist_ok=True)
-    g = torch.Generator().manual_seed(0)
+    out_path = os.path.join(args.out, "ie_profile.txt")
 
     def log(text: str) -> None:
         print(text, flush=True)
         with open(out_path, "a") as f:
             f.write(text + "\n")
 
-    def prompts(b, n):
-        return [torch.randint(0, 128256, (n,), generator=g).tolist() for _ in range(b)]
+    dev = torch.device("cuda")
+    t0 = time.perf_counter()
+    eng = bench._engine({"model": "llama3.2-1b", "dtype": "bfloat16"}, dev)
+    log(f"engine ready in {time.perf_counter() - t0:.1f}s")
+    prof = _Profiler(eng, log)
+    for stage in args.stages.split(","):
+        t0 = time.perf_counter()
+        try:
+            getattr(prof, stage)()
+        except Exception:  # noqa: BLE001 — one failing stage must not cost the others
+            import traceback
 
-    def sp(n):
+            log(traceback.format_exc())
+        log(f"[stage {stage}: {time.perf_counter() - t0:.1f}s]")
+
+
+class _Profiler:
+    PATHS = {"fused": dict(fused_decode=True, rope_in_attention=True, skinny_max_m=16),
+             "fused_rope_store": dict(fused_decode=True, rope_in_attention=False, skinny_max_m=16),
+             "unfused_triton": dict(fused_decode=False, skinny_max_m=16),
+             "unfused_cublas": dict(fused_decode=False, skinny_max_m=0)}
+
+    def __init__(self, eng, log):
+        import torch
+
+        self.torch, self.eng, self.log = torch, eng, log
+        self.runner = eng.model_runner
+        self.g = torch.Generator().manual_seed(0)
+        self.weight_bytes = 2 * eng.config.model_config.num_params()
+
+    def _prompt(self, n):
+        return self.torch.randint(0, 128256, (n,), generator=self.g).tolist()
+
+    def _sp(self, n):
+        from .sampling_params import SamplingParams
+
         return SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True)
 
-    # step timing: wrap the runner so every step is synchronised and timed on its own
-    steps: list[tuple[bool, int, int, float]] = []  # (prefill, seqs, tokens, seconds)
-    orig_run = runner.run
+    def _use(self, path: str) -> None:
+        """Switch the decode path and recapture the batch-1 graph only."""
+        kernels = self.runner.model.kernels
+        for k, v in self.PATHS[path].items():
+            setattr(kernels, k, v)
+        self.runner.graphs.clear()
+        self.runner._capture(1, True)
 
-    def timed_run(batch):
+    def _decode_state(self):
+        """One sequence prefilled (32 tokens) and loaded into the decode buffers; returns it."""
+        seq = self.eng.add_request(self._prompt(32), self._sp(10_000))
+        self.eng.step()
+        self.runner._fill_decode_buffers([seq], 1)
+        return seq
+
+    def _release(self, seq) -> None:
+        self.eng.scheduler.running.remove(seq)
+        self.eng.block_manager.free(seq)
+
+    def _replay_ms(self, n=60) -> float:
+        torch = self.torch
+        graph = self.runner.graphs[(1, True)]
+        for _ in range(5):
+            graph.replay()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(n):
+            graph.replay()
+        b.record()
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        out = orig_run(batch)
-        torch.cuda.synchronize()
-        steps.append((batch.is_prefill, len(batch.seqs), batch.total_tokens, time.perf_counter() - t0))
-        return out
+        return a.elapsed_time(b) / n
 
-    runner.run = timed_run
+    # -- stages --------------------------------------------------------------------------------------------
+    def step(self) -> None:
+        torch, log = self.torch, self.log
+        for path in self.PATHS:
+            self._use(path)
+            seq = self._decode_state()
+            ms = self._replay_ms()
+            self._release(seq)
+            log(f"B=1 {path:15s}: GPU {ms:.3f} ms per decode step (graph replays back to back) = "
+                f"{self.weight_bytes / ms / 1e6:.0f} GB/s of weights")
+        self._use("fused")
+        # the bench's call: generate(32-token prompt, 128 new tokens), with the steps timed one by one
+        steps: list[tuple[bool, int, float]] = []
+        orig = self.runner.run
 
-    def decode_ms(b, n=65):
-        steps.clear()
-        eng.generate(prompts(b, 128), sp(n))
-        dec = [(k, t) for p, _, k, t in steps if not p]
-        pre = sum(t for p, _, _, t in steps if p)
-        n_steps = sum(k for k, _ in dec) / b
-        total = sum(t for _, t in dec)
-        return total / n_steps * 1e3, pre * 1e3
+        def timed(batch):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = orig(batch)
+            torch.cuda.synchronize()
+            steps.append((batch.is_prefill, batch.num_steps, time.perf_counter() - t0))
+            return out
 
-    # 2. graphs
-    for b in (1, 64, 256):
-        decode_ms(b, 17)  # warm
-        ms, pre = decode_ms(b)
-        log(f"graphs B={b}: {ms:.3f} ms per decode step ({b / ms * 1e3:.0f} tok/s in decode); prefill of "
-            f"{b}x128 tokens {pre:.1f} ms")
-    for m in (0, 16):
-        kernels.skinny_max_m = m
-        runner.graphs.clear()
-        runner._capture(1, True)
-        decode_ms(1, 17)
-        ms, pre = decode_ms(1)
-        log(f"graphs B=1 skinny_max_m={m} ({'cuBLAS' if m == 0 else 'Triton skinny GEMM'}): {ms:.3f} ms/step; "
-            f"bytes/step 2.47 GB -> {2.473e9 / (ms * 1e-3) / 1e9:.0f} GB/s")
-    kernels.skinny_max_m = runner.config.skinny_max_m
-    runner.graphs.clear()
-    runner._capture(1, True)
+        for k in (8, 32):
+            self._set_steps(k)
+            prompt = self._prompt(32)
+            self.eng.generate([prompt], self._sp(128))  # warm
+            t0 = time.perf_counter()
+            self.eng.generate([prompt], self._sp(128))
+            torch.cuda.synchronize()
+            plain = time.perf_counter() - t0
+            self.runner.run = timed
+            steps.clear()
+            t0 = time.perf_counter()
+            self.eng.generate([prompt], self._sp(128))
+            wall = time.perf_counter() - t0
+            self.runner.run = orig
+            pre = sum(t for p, _, t in steps if p)
+            dec = sum(t for p, _, t in steps if not p)
+            n_chunks = sum(1 for p, _, _ in steps if not p)
+            log(f"generate 32+128, k={k}: wall {plain * 1e3:.1f} ms = {plain / 128 * 1e3:.3f} ms/token "
+                f"({128 / plain:.0f} tok/s); instrumented: prefill {pre * 1e3:.2f} ms, {n_chunks} decode chunks "
+                f"{dec * 1e3:.1f} ms ({dec / 127 * 1e3:.3f} ms/token incl. per-chunk host prep), engine host "
+                f"outside run() {(wall - pre - dec) * 1e3:.1f} ms")
+        self._set_steps(8)
 
-    # 3. offline workload, step by step
-    in_lens, out_lens = bench._workload(dict(num_requests=256, min_len=100, max_len=1024, output_cap=256, seed=0))
-    ps = [torch.randint(0, 128256, (n,), generator=g).tolist() for n in in_lens]
-    eng.block_manager.reset_prefix_cache()
-    steps.clear()
-    t0 = time.perf_counter()
-    eng.generate(ps, [sp(n) for n in out_lens])
-    wall = time.perf_counter() - t0
-    pre = [s for s in steps if s[0]]
-    dec = [s for s in steps if not s[0]]
-    log(f"offline 256 req (cap 256): wall {wall:.2f} s; prefill {len(pre)} steps {sum(s[3] for s in pre):.2f} s "
-        f"({sum(s[2] for s in pre)} tok); decode {len(dec)} chunks {sum(s[3] for s in dec):.2f} s "
-        f"({sum(s[2] for s in dec)} tok); host outside steps {wall - sum(s[3] for s in steps):.2f} s")
-    for s in pre[:3]:
-        log(f"  prefill step: {s[1]} seqs, {s[2]} tokens, {s[3] * 1e3:.1f} ms")
-    log(f"  prefill attention backend: {runner.model.prefill_attention.backend}")
+    def _set_steps(self, k: int) -> None:
+        self.eng.scheduler.config.num_decode_steps = k
+        r = self.runner
+        if r.step_tokens.shape[0] < k:
+            r.step_tokens = self.torch.zeros(k, r.max_batch, dtype=self.torch.int64, device=r.device)
 
-    # 1. eager kernel table (last: profiler start-up is slow)
-    runner.use_graphs = False
-    eng.generate(prompts(1, 32), sp(3))
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        eng.generate(prompts(1, 32), sp(5))  # 1 prefill + 4 decode steps
-    runner.use_graphs = True
-    log("eager batch 1, 1 prefill (32 tokens) + 4 decode steps, by CUDA time:")
-    log(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30))
+    def kernels(self) -> None:
+        torch, log = self.torch, self.log
+        from torch.profiler import ProfilerActivity, profile
+
+        for path in ("fused", "unfused_triton"):
+            self._use(path)
+            seq = self._decode_state()
+            graph = self.runner.graphs[(1, True)]
+            graph.replay()
+            torch.cuda.synchronize()
+            n = 10
+            for how in ("graph", "eager"):  # eager too, in case the profiler does not see inside graphs
+                with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as p:
+                    for _ in range(n):
+                        graph.replay() if how == "graph" else self.runner._decode_body(1, True)
+                    torch.cuda.synchronize()
+                events = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+                total_us = sum(e.time_range.elapsed_us() for e in events)
+                log(f"B=1 {path} ({how}): {len(events) / n:.0f} kernels per step, summed kernel time "
+                    f"{total_us / n / 1e3:.3f} ms per step")
+                log(p.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=70))
+            self._release(seq)
+        self._use("fused")
+
+    def gemv(self) -> None:
+        torch, log = self.torch, self.log
+        import torch.nn.functional as F
+
+        from .triton_gemv import fused_linear
+        from .triton_ops import skinny_linear
+
+        model = self.runner.model
+        layers = model.layers
+        shapes = {
+            "qkv (norm)": ([ly.self_attn.qkv_proj.weight for ly in layers], dict(norm=True)),
+            "o (residual)": ([ly.self_attn.o_proj.weight for ly in layers], dict(residual=True)),
+            "gate_up (norm+silu)": ([ly.mlp.gate_up_proj.weight for ly in layers], dict(norm=True, silu=True)),
+            "down (residual)": ([ly.mlp.down_proj.weight for ly in layers], dict(residual=True)),
+            "lm_head (norm, fp32)": ([model.lm_head.weight], dict(norm=True, fp32=True)),
+        }
+        configs = {"default": None, "reduce": dict(USE_DOT=False, BLOCK_N=16, BLOCK_K=256),
+                   "reduce_bn32w8": dict(USE_DOT=False, BLOCK_N=32, BLOCK_K=256, num_warps=8),
+                   "bn32": dict(BLOCK_N=32), "bk512": dict(BLOCK_K=512, num_stages=3)}
+
+        def timeit(fn, ws, reps=3):
+            for w in ws:
+                fn(w)
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(reps):
+                for w in ws:
+                    fn(w)
+            b.record()
+            torch.cuda.synchronize()
+            return a.elapsed_time(b) * 1e3 / (reps * len(ws))  # µs per call
+
+        nw = model.norm.weight
+        for name, (ws, mode) in shapes.items():
+            N, K = ws[0].shape
+            x = torch.randn(1, K, device="cuda", dtype=ws[0].dtype)
+            n_out = N // 2 if mode.get("silu") else N
+            res = torch.randn(1, n_out, device="cuda", dtype=ws[0].dtype)
+            mb = ws[0].numel() * 2 / 1e6
+            row = []
+            for cname, cfg in configs.items():
+                def f(w, cfg=cfg):
+                    return fused_linear(x, w, norm_weight=nw if mode.get("norm") else None,
+                                        residual=res if mode.get("residual") else None, silu_mul=mode.get("silu", False),
+                                        out_dtype=torch.float32 if mode.get("fp32") else None, config=cfg)
+                try:
+                    us = timeit(f, ws)
+                    row.append(f"{cname} {us:.1f}us {mb / us * 1e3:.0f}GB/s")
+                except Exception as e:  # noqa: BLE001 — a config that does not compile is a result too
+                    row.append(f"{cname} failed ({type(e).__name__})")
+            us_cublas = timeit(lambda w: F.linear(x, w), ws)
+            us_skinny = timeit(lambda w: skinny_linear(x, w), ws)
+            log(f"{name:22s} [{N}x{K}, {mb:.1f} MB]: cuBLAS {us_cublas:.1f}us {mb / us_cublas * 1e3:.0f}GB/s; "
+                f"skinny {us_skinny:.1f}us {mb / us_skinny * 1e3:.0f}GB/s; fused: " + "; ".join(row))
+
+    def offline(self) -> None:
+        torch, log = self.torch, self.log
+        from . import bench
+
+        in_lens, out_lens = bench._workload(dict(num_requests=256, min_len=100, max_len=1024, output_cap=256,
+                                                 seed=0))
+        ps = [self._prompt(n) for n in in_lens]
+        steps = []
+        orig = self.runner.run
+
+        def timed(batch):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = orig(batch)
+            torch.cuda.synchronize()
+            steps.append((batch.is_prefill, len(batch.seqs), batch.total_tokens, time.perf_counter() - t0))
+            return out
+
+        pa = self.runner.model.prefill_attention
+        self.eng.generate(ps[:48], [self._sp(n) for n in out_lens[:48]])  # compiles the prefill kernels
+        for varlen in (True, False):
+            pa.varlen = varlen
+            steps.clear()
+            self.eng.block_manager.reset_prefix_cache()
+            self.runner.run = timed
+            t0 = time.perf_counter()
+            self.eng.generate(ps, [self._sp(n) for n in out_lens])
+            wall = time.perf_counter() - t0
+            self.runner.run = orig
+            pre = [s for s in steps if s[0]]
+            dec = [s for s in steps if not s[0]]
+            log(f"offline 256 req (cap 256), prefill attention {pa.backend}: wall {wall:.2f} s; prefill {len(pre)} "
+                f"steps {sum(s[3] for s in pre):.2f} s ({sum(s[2] for s in pre)} tok); decode {len(dec)} chunks "
+                f"{sum(s[3] for s in dec):.2f} s ({sum(s[2] for s in dec)} tok); host outside run() "
+                f"{wall - sum(s[3] for s in steps):.2f} s; varlen error: {pa.varlen_error}")
+            for s in pre[:2]:
+                log(f"  prefill step: {s[1]} seqs, {s[2]} tokens, {s[3] * 1e3:.1f} ms")
+            for s in dec[:: max(1, len(dec) // 5)]:
+                log(f"  decode chunk: {s[1]} seqs, {s[2]} tokens, {s[3] * 1e3:.1f} ms")
+        pa.varlen = True
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Te
 
 @triton.jit
 def _rope_store_kernel(qkv_ptr, pos_ptr, cos_sin_ptr, slot_ptr, q_out_ptr, k_out_ptr, k_cache_ptr, v_cache_ptr,
-                       stride_t, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, STORE_K: tl.constexpr):
+                       stride_t, stride_bt, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr,
+                       STORE_K: tl.constexpr, SLOT_FROM_TABLE: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     t = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1)
     half = tl.arange(0, D // 2)
@@ -63,7 +64,10 @@ def _rope_store_kernel(qkv_ptr, pos_ptr, cos_sin_ptr, slot_ptr, q_out_ptr, k_out
         tl.store(out + D // 2 + half, r2)
     else:
         kh = h - H
-        slot = tl.load(slot_ptr + t).to(tl.int64)
+        if SLOT_FROM_TABLE:  # decode: slot_ptr is the block table, one token per row at its position
+            slot = tl.load(slot_ptr + t * stride_bt + pos // BLOCK_SIZE).to(tl.int64) * BLOCK_SIZE + pos % BLOCK_SIZE
+        else:
+            slot = tl.load(slot_ptr + t).to(tl.int64)
         kc = k_cache_ptr + (slot * HKV + kh) * D
         tl.store(kc + half, r1)
         tl.store(kc + D // 2 + half, r2)
@@ -77,15 +81,20 @@ def _rope_store_kernel(qkv_ptr, pos_ptr, cos_sin_ptr, slot_ptr, q_out_ptr, k_out
 
 
 def rope_store(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, slots: torch.Tensor,
-               k_cache: torch.Tensor, v_cache: torch.Tensor, H: int, Hkv: int, D: int, return_k: bool = False):
+               k_cache: torch.Tensor, v_cache: torch.Tensor, H: int, Hkv: int, D: int, return_k: bool = False,
+               block_tables: torch.Tensor | None = None):
     """qkv: [T, (H + 2·Hkv)·D]; cos_sin: [max_pos, D] fp32 ([cos | sin]); caches [blocks, bs, Hkv, D]
     (contiguous). Writes rotated K and V at ``slots``; returns (q: [T, H, D] rotated, k: [T, Hkv, D] rotated
-    or None)."""
+    or None). Decode may pass ``block_tables`` ([T, W], one token per row) and slots=None: the kernel looks the
+    slot up itself, which saves the five small kernels that compute a slot mapping."""
     T = qkv.shape[0]
     q = torch.empty(T, H, D, dtype=qkv.dtype, device=qkv.device)
     k = torch.empty(T, Hkv, D, dtype=qkv.dtype, device=qkv.device) if return_k else q
-    _rope_store_kernel[(T, H + Hkv)](qkv, positions, cos_sin, slots, q, k, k_cache, v_cache, qkv.stride(0),
-                                     H=H, HKV=Hkv, D=D, STORE_K=return_k, num_warps=1)
+    from_table = block_tables is not None
+    _rope_store_kernel[(T, H + Hkv)](qkv, positions, cos_sin, block_tables if from_table else slots, q, k, k_cache,
+                                     v_cache, qkv.stride(0), block_tables.stride(0) if from_table else 0,
+                                     H=H, HKV=Hkv, D=D, STORE_K=return_k, SLOT_FROM_TABLE=from_table,
+                                     BLOCK_SIZE=k_cache.shape[1], num_warps=1)
     return q, (k if return_k else None)
 
 

@@ -80,3 +80,105 @@ def paged_decode_triton(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         num_warps=4, num_stages=2,
     )
     return out
+
+
+# -- decode with RoPE and the K/V store folded in -------------------------------------------------------------
+@triton.jit
+def _rope_paged_decode_kernel(
+    qkv_ptr, pos_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, context_lens_ptr, out_ptr, scale,
+    stride_qkv, stride_cb, stride_ct, stride_ch, stride_bt, stride_ob, stride_oh,
+    H: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+):
+    # Like _paged_decode_kernel, but q, k, v come unrotated from the fused QKV projection. The program rotates
+    # its group's q heads and its K head, writes K and V of the current token into the paged cache, attends over
+    # the context before it from the cache, and adds the current token from registers: one kernel instead of
+    # rope_store + attention. Scores are split in rotate-half halves: q·k = q[:D/2]·k[:D/2] + q[D/2:]·k[D/2:].
+    seq = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    HALF: tl.constexpr = HEAD_DIM // 2
+    dtype = qkv_ptr.dtype.element_ty
+    ctx = tl.load(context_lens_ptr + seq)
+    pos = tl.load(pos_ptr + seq).to(tl.int64)
+    offs_g = tl.arange(0, G_PAD)
+    offs_h = tl.arange(0, HALF)
+    offs_d = tl.arange(0, HEAD_DIM)
+    mask_g = offs_g < GROUP
+    heads = kv_head * GROUP + offs_g
+    row = qkv_ptr + seq.to(tl.int64) * stride_qkv
+    cos = tl.load(cos_sin_ptr + pos * HEAD_DIM + offs_h)
+    sin = tl.load(cos_sin_ptr + pos * HEAD_DIM + HALF + offs_h)
+    q_ptrs = row + heads[:, None] * HEAD_DIM + offs_h[None, :]
+    qa = tl.load(q_ptrs, mask=mask_g[:, None], other=0.0).to(tl.float32)
+    qb = tl.load(q_ptrs + HALF, mask=mask_g[:, None], other=0.0).to(tl.float32)
+    q1 = (qa * cos[None, :] - qb * sin[None, :]).to(dtype)  # rounded where rope_store rounds q
+    q2 = (qb * cos[None, :] + qa * sin[None, :]).to(dtype)
+    k_row = row + (H + kv_head) * HEAD_DIM
+    ka = tl.load(k_row + offs_h).to(tl.float32)
+    kb = tl.load(k_row + HALF + offs_h).to(tl.float32)
+    k1 = (ka * cos - kb * sin).to(dtype)
+    k2 = (kb * cos + ka * sin).to(dtype)
+    v_cur = tl.load(row + (H + HKV + kv_head) * HEAD_DIM + offs_d)
+    block = tl.load(block_tables_ptr + seq * stride_bt + pos // BLOCK_SIZE).to(tl.int64)
+    slot = block * stride_cb + (pos % BLOCK_SIZE) * stride_ct + kv_head * stride_ch
+    tl.store(k_cache_ptr + slot + offs_h, k1)
+    tl.store(k_cache_ptr + slot + HALF + offs_h, k2)
+    tl.store(v_cache_ptr + slot + offs_d, v_cur)
+
+    m_i = tl.full([G_PAD], float("-inf"), tl.float32)
+    l_i = tl.zeros([G_PAD], tl.float32)
+    acc = tl.zeros([G_PAD, HEAD_DIM], tl.float32)
+    past = ctx - 1  # tokens before the current one, read from the cache
+    for start in range(0, past, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < past
+        blk = tl.load(block_tables_ptr + seq * stride_bt + offs_n // BLOCK_SIZE, mask=mask_n, other=0)
+        tok = blk.to(tl.int64) * stride_cb + (offs_n % BLOCK_SIZE) * stride_ct + kv_head * stride_ch
+        kc1 = tl.load(k_cache_ptr + tok[:, None] + offs_h[None, :], mask=mask_n[:, None], other=0.0)
+        kc2 = tl.load(k_cache_ptr + tok[:, None] + HALF + offs_h[None, :], mask=mask_n[:, None], other=0.0)
+        s = tl.dot(q1, tl.trans(kc1), input_precision=PRECISION).to(tl.float32)
+        s += tl.dot(q2, tl.trans(kc2), input_precision=PRECISION).to(tl.float32)
+        s = tl.where(mask_n[None, :], s * scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_cache_ptr + tok[:, None] + offs_d[None, :], mask=mask_n[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION).to(tl.float32)
+        m_i = m_new
+    s_cur = (tl.sum(q1.to(tl.float32) * k1.to(tl.float32)[None, :], 1)
+             + tl.sum(q2.to(tl.float32) * k2.to(tl.float32)[None, :], 1)) * scale
+    m_new = tl.maximum(m_i, s_cur)
+    alpha = tl.exp(m_i - m_new)
+    p_cur = tl.exp(s_cur - m_new)
+    l_i = l_i * alpha + p_cur
+    acc = acc * alpha[:, None] + p_cur.to(dtype).to(tl.float32)[:, None] * v_cur.to(tl.float32)[None, :]
+    out = acc / l_i[:, None]
+    tl.store(out_ptr + seq * stride_ob + heads[:, None] * stride_oh + offs_d[None, :],
+             out.to(out_ptr.dtype.element_ty), mask=mask_g[:, None])
+
+
+def rope_paged_decode_triton(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
+                             k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
+                             context_lens: torch.Tensor, scale: float, num_heads: int,
+                             block_n: int = 64) -> torch.Tensor:
+    """qkv: [B, (H + 2·H_kv)·D] straight from the QKV projection (one decode token per row, unrotated);
+    positions: [B]; cos_sin: [max_pos, D] fp32 ([cos | sin]); context_lens counts the current token (>= 1).
+    Writes the rotated K and V of each row at its position's slot; returns attention out: [B, H, D]."""
+    B = qkv.shape[0]
+    _, block_size, Hkv, D = k_cache.shape
+    if D & (D - 1) or D < 32:
+        raise ValueError(f"head_dim {D}: the kernel needs a power of two >= 32")
+    if qkv.stride(-1) != 1 or k_cache.stride(-1) != 1 or qkv.shape[1] != (num_heads + 2 * Hkv) * D:
+        raise ValueError("qkv [B, (H + 2·H_kv)·D] and the caches need a contiguous last dimension")
+    group = num_heads // Hkv
+    out = torch.empty(B, num_heads, D, dtype=qkv.dtype, device=qkv.device)
+    _rope_paged_decode_kernel[(B, Hkv)](
+        qkv, positions, cos_sin, k_cache, v_cache, block_tables, context_lens, out, scale,
+        qkv.stride(0), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), block_tables.stride(0),
+        out.stride(0), out.stride(1),
+        H=num_heads, HKV=Hkv, GROUP=group, G_PAD=max(16, triton.next_power_of_2(group)), HEAD_DIM=D,
+        BLOCK_SIZE=block_size, BLOCK_N=block_n, PRECISION="ieee" if qkv.dtype == torch.float32 else "tf32",
+        num_warps=4, num_stages=2,
+    )
+    return out

@@ -37,10 +37,11 @@ def saved_bytes(model, tokens, targets, autocast: bool) -> tuple[int, int]:
 CFG = ModelConfig("m", dim=128, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=200, vocab_size=500, max_seq_len=64)
 
 
+@pytest.mark.parametrize("fused_proj", [False, True])
 @pytest.mark.parametrize("mode,dtype", [("fsdp2", "bfloat16"), ("single", "bfloat16"), ("single", "float32")])
-def test_eager_saved_activations_match_formula(mode, dtype):
+def test_eager_saved_activations_match_formula(mode, dtype, fused_proj):
     torch.manual_seed(0)
-    model = Transformer(CFG)
+    model = Transformer(CFG, fused_proj=fused_proj)
     s = setting(mode, dtype, compiled=False)
     if mode == "fsdp2":  # what FSDP2's MixedPrecisionPolicy computes with: bf16 parameters
         model = model.to(torch.bfloat16)
@@ -50,7 +51,7 @@ def test_eager_saved_activations_match_formula(mode, dtype):
     targets = torch.randint(0, CFG.vocab_size, (B, T))  # its own storage: counted apart from the tokens
     acts, weights = saved_bytes(model, tokens, targets, autocast=s.autocast)
     # + 4: the 0-dim loss that autograd keeps for the mean's backward
-    assert acts == B * T * (CFG.n_layers * saved_per_layer(CFG, s) + head_saved(CFG, s)) + 4
+    assert acts == B * T * (CFG.n_layers * saved_per_layer(CFG, s, fused_proj) + head_saved(CFG, s)) + 4
     matmul_weights = CFG.n_layers * (CFG.attn_params() + CFG.mlp_params()) + CFG.vocab_size * CFG.dim
     assert weights == (2 * matmul_weights if s.autocast else 0)
 

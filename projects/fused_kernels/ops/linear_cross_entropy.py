@@ -21,21 +21,31 @@ gives C = 256 here).
 """
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
 
+# Scheduling defaults (ChunkPlan); chosen from the H200 sweeps in tune.py.
+DEFAULT_OVERLAP = False
+DEFAULT_SKIP_IGNORED = False
 BLOCK_V = 4096  # logits per loop step of the CE kernel: 8 KiB of bf16, 16 elements per thread at 8 warps
 
 
 @triton.jit
-def _ce_grad_kernel(logits_ptr, target_ptr, loss_ptr, n_valid_ptr, n_cols, ignore_index, smoothing,
-                    HAS_SMOOTHING: tl.constexpr, BLOCK: tl.constexpr):
-    """One row: loss_ptr[row] = loss / n_valid; the row of logits is overwritten by dloss/dlogits."""
+def _ce_grad_kernel(logits_ptr, target_ptr, idx_ptr, loss_ptr, n_valid_ptr, n_cols, ignore_index, smoothing,
+                    HAS_IDX: tl.constexpr, HAS_SMOOTHING: tl.constexpr, BLOCK: tl.constexpr):
+    """One row: loss_ptr[row] = loss / n_valid; the row of logits is overwritten by dloss/dlogits.
+    HAS_IDX: row r of the chunk is token idx_ptr[r] (compacted rows), so its target is target_ptr[idx[r]]."""
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * n_cols
     cols = tl.arange(0, BLOCK)
-    target = tl.load(target_ptr + row)
+    if HAS_IDX:
+        target = tl.load(target_ptr + tl.load(idx_ptr + row))
+    else:
+        target = tl.load(target_ptr + row)
     out_ty = logits_ptr.dtype.element_ty
     if target == ignore_index:
         for off in range(0, n_cols, BLOCK):
@@ -77,23 +87,74 @@ def _ce_grad_kernel(logits_ptr, target_ptr, loss_ptr, n_valid_ptr, n_cols, ignor
             tl.store(base + off + cols, (g * scale).to(out_ty), mask=mask)
 
 
+@triton.jit
+def _move_rows_kernel(src_ptr, dst_ptr, idx_ptr, n_cols, GATHER: tl.constexpr, BLOCK: tl.constexpr):
+    """GATHER: dst[r] = src[idx[r]]; else (scatter) dst[idx[r]] = src[r]. Grid: (rows, cdiv(n_cols, BLOCK))."""
+    r = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    i = tl.load(idx_ptr + r).to(tl.int64)
+    if GATHER:
+        v = tl.load(src_ptr + i * n_cols + cols, mask=mask)
+        tl.store(dst_ptr + r.to(tl.int64) * n_cols + cols, v, mask=mask)
+    else:
+        v = tl.load(src_ptr + r.to(tl.int64) * n_cols + cols, mask=mask)
+        tl.store(dst_ptr + i * n_cols + cols, v, mask=mask)
+
+
+def _move_rows(src: torch.Tensor, dst: torch.Tensor, idx: torch.Tensor, gather: bool) -> None:
+    n_rows, n_cols = idx.numel(), src.shape[1]
+    if n_rows:
+        _move_rows_kernel[(n_rows, triton.cdiv(n_cols, 2048))](src, dst, idx, n_cols, GATHER=gather, BLOCK=2048,
+                                                               num_warps=4)
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """How the T tokens are cut and scheduled. ``rows``: tokens per chunk (the [rows, V] buffer).
+    ``overlap``: run each chunk's dW update on a second stream while dX runs on the first (dW += G^T x_c
+    is memory-bound at small chunks, dX = G W compute-bound: together they fill both HBM and the tensor cores).
+    ``skip_ignored``: compact the non-ignored tokens first, so padding rows cost no GEMM work (this gathers
+    each chunk's x rows and scatters its dX rows: two [rows, d] buffers beside the logits buffer)."""
+
+    rows: int
+    overlap: bool = False
+    skip_ignored: bool = False
+    ce_warps: int = 8
+
+
 def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
-               max_chunk_bytes: int | None = None) -> int:
+               max_chunk_bytes: int | None = None, skip_ignored: bool = False) -> int:
     """Token rows per chunk: the largest power of two <= hidden/2 (buffer <= half of grad_W), lowered to fit
-    ``max_chunk_bytes`` (in multiples of 16 rows, whole GEMM tiles, at least 16) and never above n_tokens."""
+    ``max_chunk_bytes`` (in multiples of 16 rows, whole GEMM tiles, at least 16) and never above n_tokens.
+    The budget covers every per-chunk buffer: the [rows, V] logits, plus the gathered x rows and the dX rows
+    ([rows, d] each) when ignored tokens are skipped."""
     rows = 16
     while rows * 2 <= hidden // 2:
         rows *= 2
     if max_chunk_bytes is not None:
-        cap = max_chunk_bytes // (vocab * elem_bytes)
+        per_row = (vocab + (2 * hidden if skip_ignored else 0)) * elem_bytes
+        cap = max_chunk_bytes // per_row
         rows = min(rows, max(16, cap // 16 * 16))
     return max(1, min(rows, n_tokens))
+
+
+_SIDE_STREAMS: dict = {}
+
+
+def _side_stream(device: torch.device):
+    """One long-lived second stream per device: a new stream per call would also get a new cuBLAS workspace
+    per call (torch keys the workspace by stream)."""
+    key = device.index if device.index is not None else torch.cuda.current_device()
+    if key not in _SIDE_STREAMS:
+        _SIDE_STREAMS[key] = torch.cuda.Stream(device=device)
+    return _SIDE_STREAMS[key]
 
 
 def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, *,
                                  ignore_index: int = -100, label_smoothing: float = 0.0,
                                  max_chunk_bytes: int | None = None, chunk: int | None = None,
-                                 ce_warps: int = 8):
+                                 ce_warps: int = 8, overlap: bool = False, skip_ignored: bool = False):
     """Mean cross-entropy of x @ weight^T against target, with its gradients.
 
     x: [T, d]; weight: [V, d] (same dtype); target: [T] int64 with ignore_index for padding.
@@ -108,25 +169,63 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
     target = target.contiguous()
     n_tokens, hidden = x.shape
     vocab = weight.shape[0]
-    chunk = chunk or chunk_rows(n_tokens, vocab, hidden, x.element_size(), max_chunk_bytes)
-    buf = torch.empty((min(chunk, n_tokens), vocab), dtype=x.dtype, device=x.device)
-    loss_rows = torch.empty(n_tokens, dtype=torch.float32, device=x.device)
-    # Stays on the device: the kernel reads it, so no host sync is needed to scale by 1/n_valid.
-    n_valid = (target != ignore_index).sum()
-    grad_x = torch.empty_like(x)
-    grad_w = torch.empty_like(weight)
-    for start in range(0, n_tokens, chunk):
-        stop = min(start + chunk, n_tokens)
-        x_c, logits = x[start:stop], buf[: stop - start]
-        torch.mm(x_c, weight.t(), out=logits)
-        _ce_grad_kernel[(stop - start,)](logits, target[start:stop], loss_rows[start:stop], n_valid, vocab,
-                                         ignore_index, float(label_smoothing),
-                                         HAS_SMOOTHING=label_smoothing > 0, BLOCK=BLOCK_V, num_warps=ce_warps)
-        torch.mm(logits, weight, out=grad_x[start:stop])
-        if start == 0:
-            torch.mm(logits.t(), x_c, out=grad_w)  # no zero-fill and no read of dW on the first chunk
+    overlap = overlap and x.is_cuda
+    idx = None
+    if skip_ignored:
+        # One host sync (the count sizes the loop); made before any buffer exists, so its scratch is not on top.
+        idx = (target != ignore_index).nonzero().view(-1)
+        n_rows = idx.numel()
+        n_valid = torch.full((1,), max(n_rows, 1), dtype=torch.float32, device=x.device)
+    else:
+        n_rows = n_tokens
+        # Stays on the device: the kernel reads it, so no host sync is needed to scale by 1/n_valid.
+        n_valid = (target != ignore_index).sum()
+    plan = ChunkPlan(chunk or chunk_rows(n_tokens, vocab, hidden, x.element_size(), max_chunk_bytes, skip_ignored),
+                     overlap, skip_ignored, ce_warps)
+    rows = max(1, min(plan.rows, n_rows))
+    buf = torch.empty((rows, vocab), dtype=x.dtype, device=x.device)
+    loss_rows = torch.zeros(max(n_rows, 1), dtype=torch.float32, device=x.device)
+    if skip_ignored:
+        x_rows = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
+        dx_rows = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
+        grad_x = torch.zeros_like(x)  # ignored tokens' rows stay 0
+    else:
+        grad_x = torch.empty_like(x)
+    grad_w = torch.zeros_like(weight) if n_rows == 0 else torch.empty_like(weight)
+    main = torch.cuda.current_stream(x.device) if overlap else None
+    side = _side_stream(x.device) if overlap else None
+    for start in range(0, n_rows, rows):
+        stop = min(start + rows, n_rows)
+        n = stop - start
+        logits = buf[:n]
+        if skip_ignored:
+            idx_c = idx[start:stop]
+            x_c = x_rows[:n]
+            _move_rows(x, x_c, idx_c, gather=True)
         else:
-            grad_w.addmm_(logits.t(), x_c)
+            idx_c, x_c = None, x[start:stop]
+        torch.mm(x_c, weight.t(), out=logits)
+        _ce_grad_kernel[(n,)](logits, target if skip_ignored else target[start:stop],
+                              idx_c if skip_ignored else target, loss_rows[start:stop], n_valid, vocab,
+                              ignore_index, float(label_smoothing), HAS_IDX=skip_ignored,
+                              HAS_SMOOTHING=label_smoothing > 0, BLOCK=BLOCK_V, num_warps=plan.ce_warps)
+        if overlap:
+            side.wait_stream(main)  # the gradient chunk is ready
+            ctx = torch.cuda.stream(side)
+        else:
+            ctx = contextlib.nullcontext()
+        with ctx:
+            if start == 0:
+                torch.mm(logits.t(), x_c, out=grad_w)  # no zero-fill and no read of dW on the first chunk
+            else:
+                grad_w.addmm_(logits.t(), x_c)
+        if skip_ignored:
+            torch.mm(logits, weight, out=dx_rows[:n])
+            _move_rows(dx_rows[:n], grad_x, idx_c, gather=False)
+        else:
+            torch.mm(logits, weight, out=grad_x[start:stop])
+        if overlap:
+            main.wait_stream(side)  # the next chunk overwrites the buffer (and x_rows) that dW reads
     return loss_rows.sum(), grad_x, grad_w
 
 
@@ -134,10 +233,11 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
     """(x, weight, target) -> mean CE loss; gradients are made in forward and only scaled in backward."""
 
     @staticmethod
-    def forward(ctx, x, weight, target, ignore_index=-100, label_smoothing=0.0, max_chunk_bytes=None):
+    def forward(ctx, x, weight, target, ignore_index=-100, label_smoothing=0.0, max_chunk_bytes=None,
+                plan_kw=None):
         loss, grad_x, grad_w = linear_cross_entropy_fwd_bwd(
             x, weight, target, ignore_index=ignore_index, label_smoothing=label_smoothing,
-            max_chunk_bytes=max_chunk_bytes)
+            max_chunk_bytes=max_chunk_bytes, **(plan_kw or {}))
         ctx.save_for_backward(grad_x, grad_w)
         return loss
 
@@ -148,10 +248,15 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
         if grad_loss.item() != 1.0:
             grad_x = grad_x * grad_loss.to(grad_x.dtype)
             grad_w = grad_w * grad_loss.to(grad_w.dtype)
-        return grad_x, grad_w, None, None, None, None
+        return grad_x, grad_w, None, None, None, None, None
 
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, ignore_index: int = -100,
-                         label_smoothing: float = 0.0, max_chunk_bytes: int | None = None) -> torch.Tensor:
-    """``F.cross_entropy(x @ weight.T, target)`` (mean) without materialising the logits."""
-    return LinearCrossEntropyFunction.apply(x, weight, target, ignore_index, label_smoothing, max_chunk_bytes)
+                         label_smoothing: float = 0.0, max_chunk_bytes: int | None = None, *,
+                         chunk: int | None = None, overlap: bool = DEFAULT_OVERLAP,
+                         skip_ignored: bool = DEFAULT_SKIP_IGNORED) -> torch.Tensor:
+    """``F.cross_entropy(x @ weight.T, target)`` (mean) without materialising the logits. ``chunk`` fixes the
+    token rows per chunk (else from the budget); ``overlap`` and ``skip_ignored`` as in ``ChunkPlan``."""
+    plan_kw = {"chunk": chunk, "overlap": overlap, "skip_ignored": skip_ignored}
+    return LinearCrossEntropyFunction.apply(x, weight, target, ignore_index, label_smoothing, max_chunk_bytes,
+                                            plan_kw)

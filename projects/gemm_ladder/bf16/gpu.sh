@@ -5,7 +5,7 @@
 # projects/gemm_ladder/gpu.sh calls this after its own SGEMM steps.
 #   -> probe sweep (variants of the persistent kernel, exploration only; kept in probe.txt).
 # Knobs: BF16_BENCH_MODE=quick|full|none (quick), BF16_NCU_VARIANTS ("" skips ncu), BF16_TEST_TIMEOUT (150),
-#        BF16_PROBE=0 skips the probe sweep.
+#        BF16_PROBE=0 skips the probe sweep, BF16_PROBE_ARGS replaces its shapes/grids.
 set -u
 : "${OUTDIR:?set OUTDIR}"
 LOG="$OUTDIR/bf16"
@@ -14,7 +14,7 @@ PY="${PYTHON:-python3}"
 command -v "$PY" >/dev/null || PY=python
 MOD=gpufolio_projects.gemm_ladder.bf16
 BENCH_MODE="${BF16_BENCH_MODE:-quick}"
-NCU_VARIANTS="${BF16_NCU_VARIANTS-02_cp_async_pipeline 05_warp_specialized 07_grouped_raster 08_cluster_multicast cublas}"
+NCU_VARIANTS="${BF16_NCU_VARIANTS-$("$PY" -m $MOD.registry ids) cublas}"
 # ncu is not always on PATH (round 1 found none there).
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 stamp() { echo "[bf16 $(date -u +%H:%M:%S)] $*" | tee -a "$LOG/steps.log"; }
@@ -68,8 +68,8 @@ fi
 
 if [ "${BF16_PROBE:-1}" = 1 ] && [ ${#GOOD[@]} -gt 0 ]; then
   stamp "probe"
-  timeout --kill-after=5 "${BF16_PROBE_TIMEOUT:-120}" "$PY" -m $MOD.probe --shape 8192 8192 8192 --shape 8192 28672 4096 \
-    --shape 2048 2048 2048 >"$LOG/probe.txt" 2>&1
+  timeout --kill-after=5 "${BF16_PROBE_TIMEOUT:-120}" "$PY" -m $MOD.probe ${BF16_PROBE_ARGS:---shape 8192 8192 8192 --shape 8192 28672 4096 --shape 2048 2048 2048} \
+    >"$LOG/probe.txt" 2>&1
   stamp "probe rc=$?"
   tee -a "$LOG/steps.log" <"$LOG/probe.txt"
 fi
@@ -97,20 +97,27 @@ sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throu
 dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,\
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,launch__registers_per_thread,launch__grid_size,\
 sm__cycles_active.avg,sm__cycles_elapsed.avg,smsp__cycles_active.avg.pct_of_peak_sustained_elapsed"
+  # One process for every variant (one extension load; kernels in the order the script prints), so the
+  # evidence for all rungs costs one ncu session. Variants that did not pass their GPU tests are left out.
+  PROFILED=()
   for v in $NCU_VARIANTS; do
-    if [ "$v" != cublas ] && [[ ! " ${GOOD[*]:-} " =~ " $v " ]]; then continue; fi
-    stamp "ncu $v"
-    timeout 60 "$NCU" --clock-control none --nvtx --nvtx-include "profile/" -c 1 --metrics "$METRICS" --csv \
-      "$PY" -m $MOD.profile "$v" 8192 8192 8192 >"$LOG/ncu_$v.csv" 2>"$LOG/ncu_$v.err"
-    rc=$?
-    if [ $rc != 0 ]; then  # a metric this ncu does not know: retry with the basic set
-      timeout 60 "$NCU" --clock-control none --nvtx --nvtx-include "profile/" -c 1 --csv \
-        --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-        "$PY" -m $MOD.profile "$v" 8192 8192 8192 >"$LOG/ncu_$v.csv" 2>>"$LOG/ncu_$v.err"
-      rc=$?
-    fi
-    stamp "ncu $v rc=$rc"
+    if [ "$v" = cublas ] || [[ " ${GOOD[*]:-} " =~ " $v " ]]; then PROFILED+=("$v"); fi
   done
+  LIST=$(IFS=,; echo "${PROFILED[*]}")
+  stamp "ncu ${LIST}"
+  timeout "${BF16_NCU_TIMEOUT:-150}" "$NCU" --clock-control none --nvtx --nvtx-include "profile/" -c ${#PROFILED[@]} \
+    --metrics "$METRICS" --csv --log-file "$LOG/ncu_rungs.csv" \
+    "$PY" -m $MOD.profile "$LIST" 8192 8192 8192 >"$LOG/ncu_order.txt" 2>"$LOG/ncu.err"
+  if [ $? != 0 ]; then  # a metric this ncu does not know fails the whole session: retry with the basic set
+    stamp "ncu failed ($(tail -c 300 "$LOG/ncu.err" | tr '\n' ' ')); retrying with basic metrics"
+    timeout "${BF16_NCU_TIMEOUT:-150}" "$NCU" --clock-control none --nvtx --nvtx-include "profile/" -c ${#PROFILED[@]} \
+      --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,launch__grid_size \
+      --csv --log-file "$LOG/ncu_rungs.csv" "$PY" -m $MOD.profile "$LIST" 8192 8192 8192 >"$LOG/ncu_order.txt" 2>>"$LOG/ncu.err"
+  fi
+  stamp "ncu rc=$? ($(grep -c '"gpu__time_duration.sum"' "$LOG/ncu_rungs.csv" 2>/dev/null) kernels)"
+  "$PY" -m gpufolio_projects.gemm_ladder.ncu_table "$LOG/ncu_rungs.csv" --order "$LOG/ncu_order.txt" \
+    >"$LOG/ncu_table.md" 2>&1
+  tee -a "$LOG/steps.log" <"$LOG/ncu_table.md"
 fi
 stamp "done"
 exit 0

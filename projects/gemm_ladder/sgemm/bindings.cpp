@@ -15,7 +15,6 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <cstdint>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,12 +27,18 @@ using Launcher = void (*)(int, int, int, const float*, const float*, float*, cud
 // What a rung accepts: any M, N, K; or rows of 16 bytes (float4 loads of A and B, float4 stores of C).
 enum class Shapes { kAny, kNK4 };
 
+// Messages are built from std::string and std::to_string only: on the H200 box, formatting through iostreams
+// (std::ostringstream here, c10::str inside TORCH_CHECK) segfaulted in this module, twice, while plain string
+// concatenation is header-only and touches no locale machinery (README, "The refusal-path crash").
+inline std::string part(const char* s) { return s; }
+inline std::string part(const std::string& s) { return s; }
+inline std::string part(int64_t v) { return std::to_string(v); }
+
 template <typename... Parts>
 std::string say(const char* rung, const Parts&... parts) {
-  std::ostringstream out;
-  out << rung << ": ";
-  (out << ... << parts);
-  return out.str();
+  std::string out = std::string(rung) + ": ";
+  ((out += part(parts)), ...);
+  return out;
 }
 
 // "" when (A, B, C) is a problem the rung accepts; otherwise the reason.

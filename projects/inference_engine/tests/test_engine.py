@@ -78,13 +78,33 @@ def test_eos_stops_a_sequence(hf_checkpoint, reference):
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the Triton path on CPU needs the interpreter")
-def test_triton_path_under_interpreter_matches_hf(hf_checkpoint, reference):
-    """Fused norms, RoPE+store, skinny GEMMs (decode) and the paged decode kernel, end to end."""
+@pytest.mark.parametrize("fused_decode", [True, False])
+def test_triton_path_under_interpreter_matches_hf(hf_checkpoint, reference, fused_decode):
+    """End to end through the Triton kernels: RoPE+store, the paged decode kernel, and either the fused decode
+    GEMVs (norm/residual/SiLU·mul folded in) or the unfused add+RMSNorm, SiLU·mul and skinny GEMMs."""
     path, _ = hf_checkpoint
     prompts = _prompts([2, 18], seed=9)
-    outs = _engine(path, kernels="triton", bs=16).generate(prompts, SamplingParams(temperature=0.0, max_tokens=3,
+    eng = _engine(path, kernels="triton", bs=16)
+    eng.model_runner.model.kernels.fused_decode = fused_decode
+    outs = eng.generate(prompts, SamplingParams(temperature=0.0, max_tokens=3,
                                                                                      ignore_eos=True))
     assert outs == [reference(p)[:3] for p in prompts]
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the Triton path on CPU needs the interpreter")
+def test_fused_decode_with_rope_in_attention_matches_hf(tmp_path):
+    """head_dim 32: the fused decode step runs RoPE and the K/V store inside the attention kernel."""
+    from transformers import LlamaForCausalLM
+
+    from .conftest import hf_greedy, tiny_hf_config
+
+    torch.manual_seed(3)
+    hf = LlamaForCausalLM(tiny_hf_config(num_attention_heads=2, num_key_value_heads=1)).eval()
+    hf.save_pretrained(tmp_path)
+    prompts = _prompts([3, 13], seed=4)
+    outs = _engine(str(tmp_path), kernels="triton", bs=8).generate(prompts, SamplingParams(
+        temperature=0.0, max_tokens=6, ignore_eos=True))
+    assert outs == [hf_greedy(hf, p, 6) for p in prompts]
 
 
 def test_streaming_yields_every_token_once(hf_checkpoint, reference):

@@ -104,3 +104,94 @@ def test_gpu_engine_token_identical_to_hf_fp32(gpu_checkpoint):
         ref = gen[0, len(p):].tolist()
         assert o == ref
     assert eng.block_manager.num_prefix_hit_tokens > 0
+
+
+@pytest.mark.parametrize("M,cfg", [(1, None), (1, dict(USE_DOT=False, BLOCK_N=16)), (5, None), (16, None)])
+def test_fused_gemv_bf16_matches_fp32_reference(M, cfg):
+    """Every mode of the decode GEMV at the 1B model's shapes: error against fp32 at most 2x PyTorch's own bf16
+    error (plus a few bf16 ulps for the roundings both paths make at the same places)."""
+    from gpufolio_projects.inference_engine.triton_gemv import fused_linear
+
+    dev = _cuda()
+    g = torch.Generator(device=dev).manual_seed(M)
+    bf = torch.bfloat16
+
+    def rnd(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=g, device=dev) * scale).to(bf)
+
+    def rms(h, w):
+        hf = h.float()
+        return (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(bf) * w
+
+    def check(out, ref32, lowp):
+        err = (out.float() - ref32).abs().max().item()
+        lowp_err = (lowp.float() - ref32).abs().max().item()
+        assert err <= 2 * lowp_err + 2e-2 * ref32.abs().max().item(), (err, lowp_err)
+
+    h, nw = rnd(M, 2048), rnd(2048, scale=0.5) + 1
+    for N in (3072, 128256):  # qkv; the LM head with fp32 logits out
+        w = rnd(N, 2048, scale=2048 ** -0.5)
+        xn = rms(h, nw)
+        out = fused_linear(h, w, norm_weight=nw, out_dtype=torch.float32 if N > 4096 else None, config=cfg)
+        check(out, xn.float() @ w.float().T, xn @ w.T)
+    w = rnd(2 * 8192, 2048, scale=2048 ** -0.5)  # gate_up with SiLU·mul
+    xn = rms(h, nw)
+    a32, b32 = (xn.float() @ w.float().T).chunk(2, -1)
+    a, b = (xn @ w.T).chunk(2, -1)
+    check(fused_linear(h, w, norm_weight=nw, silu_mul=True, config=cfg), torch.nn.functional.silu(a32) * b32,
+          torch.nn.functional.silu(a) * b)
+    x, w, res = rnd(M, 8192), rnd(2048, 8192, scale=8192 ** -0.5), rnd(M, 2048)  # down with the residual add
+    ref32, lowp = x.float() @ w.float().T + res.float(), x @ w.T + res
+    check(fused_linear(x, w, residual=res, config=cfg), ref32, lowp)
+
+
+def test_fused_decode_matches_unfused_bf16():
+    """The fused decode step (six kernels a layer) against forward + compute_logits on the same KV cache."""
+    from gpufolio_projects.inference_engine.attention import AttentionMetadata
+    from gpufolio_projects.inference_engine.config import CacheConfig, ModelConfig, SchedulerConfig
+    from gpufolio_projects.inference_engine.fused_decode import decode_logits
+    from gpufolio_projects.inference_engine.llm_engine import LLM
+    from gpufolio_projects.inference_engine.sampling_params import SamplingParams
+
+    _cuda()
+    cfg = ModelConfig(vocab_size=1000, hidden_size=256, intermediate_size=640, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2)
+    eng = LLM(cfg, device="cuda", dtype="bfloat16", cuda_graphs=False, max_model_len=256,
+              cache=CacheConfig(num_blocks=64), scheduler=SchedulerConfig(max_num_seqs=4))
+    prompts = _prompts(3, 1000, seed=3)
+    seqs = [eng.add_request(p, SamplingParams(temperature=0.0, max_tokens=4, ignore_eos=True)) for p in prompts]
+    eng.step()  # the prefill: every sequence now decodes
+    runner = eng.model_runner
+    runner._fill_decode_buffers(seqs, 3)
+    ids, pos, ctx, bt = runner.input_ids[:3], runner.positions[:3], runner.context_lens[:3], runner.block_tables[:3]
+    with torch.inference_mode():
+        fused = decode_logits(runner.model, ids, pos, runner.kv_caches, bt, ctx)
+        slot = bt.gather(1, (pos // 16).unsqueeze(1)).squeeze(1).long() * 16 + pos % 16
+        meta = AttentionMetadata(False, 16, slot, bt, ctx)
+        ref = runner.model.compute_logits(runner.model(ids, pos, runner.kv_caches, meta))
+    scale = ref.abs().max().item()
+    assert (fused - ref).abs().max().item() <= 3e-2 * scale
+    assert (fused.argmax(-1) == ref.argmax(-1)).float().mean().item() >= 2 / 3
+
+
+def test_varlen_prefill_matches_per_sequence_sdpa_bf16():
+    """The one-launch FlashAttention-2 varlen prefill against per-sequence SDPA, with cached prefixes
+    (causal aligned bottom-right) and without."""
+    from gpufolio_projects.inference_engine.attention import AttentionMetadata, PrefillAttention, _varlen_flash
+
+    dev = _cuda()
+    g = torch.Generator(device=dev).manual_seed(7)
+    H, Hkv, D, bs, nb = 32, 8, 64, 16, 40
+    query_lens, ctx_lens = [5, 7, 1, 40], [5, 20, 9, 40]
+    kc = torch.randn(nb, bs, Hkv, D, generator=g, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    tables = torch.randperm(nb, generator=g, device=dev)[:4 * 4].view(4, 4).to(torch.int32)
+    T = sum(query_lens)
+    q = torch.randn(T, H, D, generator=g, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(T, Hkv, D, generator=g, device=dev, dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    meta = AttentionMetadata(True, bs, torch.zeros(T, dtype=torch.int64, device=dev), tables,
+                             torch.tensor(ctx_lens, dtype=torch.int32, device=dev), query_lens, ctx_lens)
+    out = _varlen_flash(q, k, v, kc, vc, meta, D ** -0.5)
+    ref = PrefillAttention(allow_gpufolio=False, varlen=False)(q, k, v, kc, vc, meta, D ** -0.5)
+    torch.testing.assert_close(out.float(), ref.float(), atol=2e-2, rtol=2e-2)
