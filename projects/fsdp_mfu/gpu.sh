@@ -9,7 +9,7 @@
 set -u
 OUT=${OUTDIR:?set OUTDIR}
 BUDGET=${BUDGET:-120}
-STAGES=${STAGES:-profile,loss_curve}
+STAGES=${STAGES:-bench,profile,loss_curve}
 START=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the budget left
@@ -21,24 +21,24 @@ run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the 
   echo "$name rc=$? ${t}s cap, took $(( $(date +%s) - s ))s" | tee -a "$OUT/stages.log"
   grep -v "USDT\|profiler_st" "$OUT/$name.log" | tail -n 40
 }
-# This round's probes, cheapest first after the two profiled references: settings that reuse a compiled graph
-# (same variant and batch) cost seconds; a new batch or fused_proj compiles new graphs.
-ROUND_SETTINGS="single_compile@8 fsdp2_compile@8 gemms fsdp2_compile+fold_clip@8 fsdp2_compile+fold_clip+noreshard@8
-  fsdp2_compile+fold_clip+noreshard@16 single_compile+fold_clip@8 single_compile+fold_clip@16
-  fsdp2_compile+fold_clip+noreshard+fused_proj@16! single_compile+fold_clip+fused_proj@16"
+# This round: the headline's records first (their kernel-time breakdown is part of each record), then the
+# GEMM shapes alone, the top kernels of the FSDP2 step, cheap ablations (same graphs: Inductor cache hits), one
+# that compiles (split projections), and the loss curve with what is left.
+ROUND_SETTINGS="gemms fsdp2_compile+noreshard+fold_clip+fused_proj@16! fsdp2_compile+fold_clip+fused_proj@16
+  fsdp2_compile+noreshard+fused_proj@16 fsdp2_compile+noreshard+fold_clip@16"
 # One Inductor cache for the round: settings and stages that compile the same graph share it.
 export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_fsdp_mfu
 nvidia-smi --query-gpu=name,memory.used,clocks.sm,power.draw,power.limit --format=csv > "$OUT/nvidia_smi.txt" 2>&1
 for stage in ${STAGES//,/ }; do
   case $stage in
     bench)
-      args=(); for v in ${BENCH_VARIANTS:-fsdp2_compile}; do args+=(--variant "$v"); done
-      run bench 100 python3 -m gpufolio bench --project fsdp_mfu --quick "${args[@]}" --out "$OUT" \
-        --no-progress --timeout 95 ;;
+      args=(); for v in ${BENCH_VARIANTS:-fsdp2_compile_noreshard}; do args+=(--variant "$v"); done
+      run bench ${BENCH_CAP:-75} python3 -m gpufolio bench --project fsdp_mfu --quick "${args[@]}" --out "$OUT" \
+        --no-progress --timeout 70 ;;
     profile)
       # shellcheck disable=SC2086
-      run profile ${PROFILE_CAP:-88} python3 -m gpufolio_projects.fsdp_mfu.profile_step --out "$OUT/profile" \
-        --profile-first 2 --warmup 3 --steps 6 ${PROFILE_ARGS:-} --settings ${PROFILE_SETTINGS:-$ROUND_SETTINGS} ;;
+      run profile ${PROFILE_CAP:-30} python3 -m gpufolio_projects.fsdp_mfu.profile_step --out "$OUT/profile" \
+        --profile-first 0 --warmup 3 --steps 6 ${PROFILE_ARGS:-} --settings ${PROFILE_SETTINGS:-$ROUND_SETTINGS} ;;
     loss_curve)
       # training stops itself ~8 s before the stage's end (interpreter start-up before it, the final evaluation,
       # stamp and plot after it)

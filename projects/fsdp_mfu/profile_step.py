@@ -88,6 +88,34 @@ def kernel_buckets(prof, steps: int) -> tuple[dict[str, float], dict[str, dict[s
     return kernels, top
 
 
+def profile_buckets(step, steps: int, sync) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Run ``step()`` ``steps`` times under torch.profiler (CUDA kernels only): ms per step by bucket.
+    Without CUDA the profiler records CPU ops only, and the buckets stay empty."""
+    from torch.profiler import ProfilerActivity, profile
+
+    act = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU
+    with profile(activities=[act]) as prof:
+        for _ in range(steps):
+            step()
+        sync()
+    return kernel_buckets(prof, steps)
+
+
+def breakdown_metrics(kernels: dict[str, float], step_ms: float, dense_flops: float,
+                      attention_causal_flops: float) -> dict[str, tuple[float, str, bool]]:
+    """The bench's extra metrics from a kernel breakdown: each bucket's share of the step (idle = the rest),
+    and what the GEMM and attention kernels achieve on the work the FLOPs formula counts for them."""
+    out = {f"step_{b}_pct": (100 * kernels.get(b, 0.0) / step_ms, "% of step", False)
+           for b in ("gemm", "attention", "triton", "optimizer", "comm_copy", "other")}
+    out["step_idle_pct"] = (100 * (step_ms - sum(kernels.values())) / step_ms, "% of step", False)
+    if kernels.get("gemm"):
+        out["gemm_tflops"] = (dense_flops / (kernels["gemm"] * 1e-3) / 1e12, "TFLOP/s", True)
+    if kernels.get("attention"):
+        out["attention_causal_tflops"] = (attention_causal_flops / (kernels["attention"] * 1e-3) / 1e12,
+                                          "TFLOP/s", True)
+    return out
+
+
 def measure(text: str, a, device, do_profile: bool) -> dict:
     from .bench import VARIANTS
     from .configs import get_config

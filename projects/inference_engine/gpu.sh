@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # inference_engine on the GPU box. Run from the repo root with OUTDIR set; every log lands under $OUTDIR.
-#   IE_STAGES   which stages, in order (default "profile tests bench"): bench = the quick bench (records under
-#               $OUTDIR/inference_engine/), tests = pytest -m gpu, profile = profile_decode.py
+#   IE_STAGES   which stages, in order (default "profile tests bench:online bench:offline_throughput"): bench:NAMES = the
+#               quick bench of those benches, comma-separated (records under $OUTDIR/inference_engine/),
+#               tests = pytest -m gpu, profile = profile_decode.py
 #   IE_PROFILE  profile_decode.py stages (default "offline,step,kernels,gemv")
-#   IE_BENCHES  bench names for the bench stage (round 1 default: online, never run on a GPU before)
 #   IE_TOTAL_S  the round's limit less a margin (default 115); each stage runs under timeout with its own cap
 #               (IE_LIMIT_BENCH, IE_LIMIT_TESTS, IE_LIMIT_PROFILE) and never past the total.
+# Logs: ie_bench_<names>.log, ie_pytest_gpu.log, ie_profile.log (+ ie_profile.txt, the profile's own summary).
 set -u
 : "${OUTDIR:?set OUTDIR}"
 mkdir -p "$OUTDIR"
 TOTAL=${IE_TOTAL_S:-115}
-STAGES=${IE_STAGES:-profile tests bench}
+STAGES=${IE_STAGES:-profile tests bench:online bench:offline_throughput}
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv > "$OUTDIR/ie_nvidia_smi.txt" 2>&1
 
 limit() {  # min(stage cap, time left)
@@ -20,15 +21,19 @@ limit() {  # min(stage cap, time left)
 
 for stage in $STAGES; do
   case "$stage" in
-    bench)
-      L=$(limit "${IE_LIMIT_BENCH:-80}")
+    bench:*)
+      names=${stage#bench:}
+      L=$(limit "${IE_LIMIT_BENCH:-30}")
       args=()
-      for b in ${IE_BENCHES:-online}; do args+=(--bench "$b"); done
+      for b in ${names//,/ }; do args+=(--bench "$b"); done
+      log="$OUTDIR/ie_bench_${names//,/_}.log"
       echo "[$SECONDS s] bench (limit ${L}s): ${args[*]}"
-      timeout "$L" python -m gpufolio bench --project inference_engine --quick "${args[@]}" --out "$OUTDIR" \
-        --no-progress > "$OUTDIR/ie_bench.log" 2>&1
-      echo "bench rc=$?" | tee -a "$OUTDIR/ie_bench.log"
-      tail -5 "$OUTDIR/ie_bench.log" ;;
+      if [ "$L" -gt 5 ]; then
+        timeout "$L" python -m gpufolio bench --project inference_engine --quick "${args[@]}" --out "$OUTDIR" \
+          --no-progress > "$log" 2>&1
+        echo "bench rc=$?" | tee -a "$log"
+        tail -6 "$log"
+      fi ;;
     tests)
       L=$(limit "${IE_LIMIT_TESTS:-25}")
       echo "[$SECONDS s] pytest -m gpu (limit ${L}s)"
@@ -37,7 +42,7 @@ for stage in $STAGES; do
       echo "pytest -m gpu rc=$?" | tee -a "$OUTDIR/ie_pytest_gpu.log"
       tail -4 "$OUTDIR/ie_pytest_gpu.log" ;;
     profile)
-      L=$(limit "${IE_LIMIT_PROFILE:-50}")
+      L=$(limit "${IE_LIMIT_PROFILE:-38}")
       echo "[$SECONDS s] profile (limit ${L}s)"
       if [ "$L" -gt 5 ]; then
         timeout "$L" python -m gpufolio_projects.inference_engine.profile_decode --out "$OUTDIR" \

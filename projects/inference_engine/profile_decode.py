@@ -200,8 +200,7 @@ class _Profiler:
             "lm_head (norm, fp32)": ([model.lm_head.weight], dict(norm=True, fp32=True)),
         }
         configs = {"default": None, "reduce": dict(USE_DOT=False, BLOCK_N=16, BLOCK_K=256),
-                   "reduce_bn32w8": dict(USE_DOT=False, BLOCK_N=32, BLOCK_K=256, num_warps=8),
-                   "bn32": dict(BLOCK_N=32), "bk512": dict(BLOCK_K=512, num_stages=3)}
+                   "bn32": dict(BLOCK_N=32)}
 
         def timeit(fn, ws, reps=3):
             for w in ws:

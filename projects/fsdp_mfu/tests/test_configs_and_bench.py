@@ -52,3 +52,23 @@ def test_profile_buckets_kernel_names():
     assert bucket("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>") == "optimizer"
     assert bucket("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "comm_copy"
     assert bucket("some_unknown_kernel") == "other"
+
+
+def test_step_breakdown_metrics():
+    pytest.importorskip("torch")
+    from gpufolio_projects.fsdp_mfu.profile_step import breakdown_metrics
+
+    m = breakdown_metrics({"gemm": 60.0, "attention": 10.0, "triton": 20.0}, step_ms=100.0, dense_flops=6e13,
+                          attention_causal_flops=2e12)
+    assert m["step_gemm_pct"][0] == 60.0 and m["step_optimizer_pct"][0] == 0.0
+    assert m["step_idle_pct"][0] == pytest.approx(10.0)
+    assert m["gemm_tflops"][0] == pytest.approx(1000.0) and m["attention_causal_tflops"][0] == pytest.approx(200.0)
+
+
+def test_profile_buckets_runs_on_cpu():
+    torch = pytest.importorskip("torch")
+    from gpufolio_projects.fsdp_mfu.profile_step import profile_buckets
+
+    x = torch.randn(64, 64)
+    kernels, top = profile_buckets(lambda: x @ x, 2, lambda: None)
+    assert kernels == {} and top == {}  # no CUDA kernels on CPU: nothing is invented

@@ -16,16 +16,14 @@ def _close(out, ref, dtype, name):
     assert err <= RTOL[dtype] * max(scale, 1e-30), f"{name}: max err {err:.3g} > {RTOL[dtype]} * {scale:.3g}"
 
 
-def _check(T, d, V, dtype, *, device="cpu", smoothing=0.0, w_scale=0.3, ignore=(), chunk=None, grad_scale=1.0):
+def _check(T, d, V, dtype, *, device="cpu", smoothing=0.0, w_scale=0.3, ignore=(), chunk=None, grad_scale=1.0,
+           **schedule):
     gen = torch.Generator(device=device).manual_seed(T * 7 + V)
     x = torch.randn(T, d, generator=gen, device=device).to(dtype).requires_grad_()
     w = (torch.randn(V, d, generator=gen, device=device) * w_scale).to(dtype).requires_grad_()
     y = torch.randint(0, V, (T,), generator=gen, device=device)
     y[list(ignore)] = -100
-    if chunk is None:
-        loss = lce.linear_cross_entropy(x, w, y, label_smoothing=smoothing)
-    else:  # force small chunks through the functional core, with autograd checked elsewhere
-        loss = lce.LinearCrossEntropyFunction.apply(x, w, y, -100, smoothing, chunk * V * x.element_size())
+    loss = lce.linear_cross_entropy(x, w, y, label_smoothing=smoothing, chunk=chunk, **schedule)
     gx, gw = torch.autograd.grad(loss * grad_scale, (x, w))
     x64, w64 = leaves(x, w)
     ref = F.cross_entropy(x64 @ w64.t(), y, ignore_index=-100, label_smoothing=smoothing)
@@ -52,8 +50,23 @@ def test_extreme_logits():
     _check(6, 32, 1000, torch.float32, w_scale=200.0)
 
 
-def test_many_chunks_and_a_ragged_last_chunk():
-    _check(37, 32, 1000, torch.float32, chunk=16, ignore=(16, 17, 36))
+@pytest.mark.parametrize("skip_ignored", [False, True])
+def test_many_chunks_and_a_ragged_last_chunk(skip_ignored):
+    _check(37, 32, 1000, torch.float32, chunk=16, ignore=(16, 17, 36), skip_ignored=skip_ignored)
+
+
+def test_skip_ignored_with_smoothing_and_all_rows_ignored():
+    _check(20, 16, 300, torch.float32, chunk=8, smoothing=0.1, ignore=range(0, 20, 3), skip_ignored=True)
+    x, w = torch.randn(4, 16, requires_grad=True), torch.randn(50, 16, requires_grad=True)
+    loss = lce.linear_cross_entropy(x, w, torch.full((4,), -100), skip_ignored=True)
+    gx, gw = torch.autograd.grad(loss, (x, w))
+    assert loss.item() == 0.0 and not gx.any() and not gw.any()
+
+
+def test_chunk_rule_counts_the_gather_buffers():
+    # skipping ignored tokens adds two [rows, d] buffers per chunk: fewer rows fit the same budget
+    budget = 8192 * 4096 * 2
+    assert lce.chunk_rows(8192, 128256, 4096, 2, budget, skip_ignored=True) == 240
 
 
 def test_grad_of_scaled_loss():
@@ -87,6 +100,8 @@ def test_chunk_rule():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-def test_gpu_bf16_llama_head(smoothing):
+@pytest.mark.parametrize("overlap,skip_ignored", [(False, False), (True, False), (True, True)])
+def test_gpu_bf16_llama_head(smoothing, overlap, skip_ignored):
+    """Llama-3's head in bf16 with 256-row chunks (8 of them), each schedule: two streams, skipped padding."""
     _check(2048, 4096, 128256, torch.bfloat16, device="cuda", smoothing=smoothing, w_scale=0.02,
-           ignore=range(0, 2048, 17))
+           ignore=range(0, 2048, 17), chunk=256, overlap=overlap, skip_ignored=skip_ignored)
