@@ -70,7 +70,7 @@ fi
 BENCH_ARGS=(--project gemm_ladder --bench sgemm --out "$OUTDIR" --no-progress --timeout 60)
 [ "$MODE" = quick ] && BENCH_ARGS+=(--quick)
 if [ "$MODE" != none ]; then
-  step bench 400 $PY -m gpufolio bench "${BENCH_ARGS[@]}"
+  step bench "${SGEMM_BENCH_LIMIT:-400}" $PY -m gpufolio bench "${BENCH_ARGS[@]}"
   grep -E "sgemm|run " "$LOG/bench.log" | tail -45
 fi
 

@@ -58,6 +58,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung("07_grouped_raster", "+ grouped tile order (L2 reuse)", (128, 256), True, True),
     Rung("08_cluster_multicast", "+ 2-CTA cluster, B multicast", (128, 256), True, True),
     Rung("09_tma_store_epilogue", "+ smem/TMA-store epilogue", (128, 256), True, True),
+    Rung("10_cluster_pairs", "2-CTA clusters without multicast", (128, 256), True, True),
 )
 BY_ID = {r.id: r for r in RUNGS}
 

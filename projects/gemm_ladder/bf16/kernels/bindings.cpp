@@ -18,6 +18,7 @@ DECLARE(06)
 DECLARE(07)
 DECLARE(08)
 DECLARE(09)
+DECLARE(10)
 
 #define DECLARE_PROBE(f)                                                                                   \
   extern "C" int f##_count();                                                                              \
@@ -86,4 +87,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   BIND(07)
   BIND(08)
   BIND(09)
+  BIND(10)
 }
