@@ -4,12 +4,13 @@ predicted and measured peak memory.
 
 Variants (one registry, VARIANTS):
   single_compile            baseline: one GPU, no process group, torch.compile per block, autocast bf16
-  single                    the same, eager
-  ddp / ddp_compile         DistributedDataParallel (1 rank here: the bucketing + all-reduce machinery)
-  fsdp2 / fsdp2_compile     fully_shard per block then root, bf16 params / fp32 reduce (1 rank: the
-                            all-gather / reduce-scatter copies, casts and hooks, without the network)
+  fsdp2_compile_noreshard   fully_shard per block then root, bf16 params / fp32 reduce, and
+                            reshard_after_forward=False (gathered params kept to backward: one node's choice)
+  fsdp2_compile             the same with resharding (ZeRO-3: the blocks are gathered again in backward)
   fsdp2_compile_ac          + full activation checkpointing (HFU reported)
-  fsdp2_compile_noreshard   reshard_after_forward=False (ZeRO-2-like: gathered params kept to backward)
+  ddp_compile / ddp         DistributedDataParallel (1 rank here: the bucketing + all-reduce machinery)
+  single, fsdp2             eager
+On one rank FSDP2 runs its whole machinery (all-gather / reduce-scatter copies, casts, hooks) without a network.
 On one GPU the process group has one rank, created inside the case (world size from the environment under
 torchrun) and kept for the worker's lifetime: the harness may run the next case in the same process.
 
@@ -26,10 +27,11 @@ from gpufolio.api import TOKENS_PER_S, Bench, Case, CheckResult, Timing, Unsuppo
 # The step as tuned on one H200 (README, "What leaves MFU on the table"); every choice here is model- or
 # trainer-level, so the baseline runs with it too (same params: the comparison stays like for like):
 #   sdpa=cudnn     cuDNN's SDPA backend (GPU.md: about twice FA2's fwd+bwd throughput at these shapes)
-#   B=16           the per-step costs (AdamW, clipping, FSDP2's parameter copies) over twice the tokens of B=8
+#   B=32           the per-step costs (AdamW, clipping, FSDP2's parameter and gradient copies: ~6% of a B=16
+#                  step in its profile) over twice the tokens; ~90 GB of 141 at the peak
 #   proj=fused     wqkv and w13: fewer, larger GEMMs (model.py)
 #   clip=folded    the clip factor applied inside fused AdamW's one pass (trainer.py)
-HEADLINE = {"model": "llama_1b", "B": 16, "T": 2048, "sdpa": "cudnn", "proj": "fused", "clip": "folded"}
+HEADLINE = {"model": "llama_1b", "B": 32, "T": 2048, "sdpa": "cudnn", "proj": "fused", "clip": "folded"}
 # Last session's step, for comparison (full mode): B=8, separate projections, clipping as its own pass.
 SESSION1 = {"model": "llama_1b", "B": 8, "T": 2048, "sdpa": "cudnn", "proj": "split", "clip": "foreach"}
 CHECK_STEPS = 2  # extra steps on the checked batch: the loss must fall over them
@@ -43,15 +45,15 @@ class VariantSpec:
     reshard_after_forward: bool = True
 
 
-VARIANTS: dict[str, VariantSpec] = {
+VARIANTS: dict[str, VariantSpec] = {  # the harness runs them in this order (the most wanted first)
     "single_compile": VariantSpec("single", compile=True),
-    "single": VariantSpec("single"),
-    "ddp": VariantSpec("ddp"),
-    "ddp_compile": VariantSpec("ddp", compile=True),
-    "fsdp2": VariantSpec("fsdp2"),
+    "fsdp2_compile_noreshard": VariantSpec("fsdp2", compile=True, reshard_after_forward=False),
     "fsdp2_compile": VariantSpec("fsdp2", compile=True),
     "fsdp2_compile_ac": VariantSpec("fsdp2", compile=True, ac=True),
-    "fsdp2_compile_noreshard": VariantSpec("fsdp2", compile=True, reshard_after_forward=False),
+    "ddp_compile": VariantSpec("ddp", compile=True),
+    "single": VariantSpec("single"),
+    "ddp": VariantSpec("ddp"),
+    "fsdp2": VariantSpec("fsdp2"),
 }
 
 
@@ -69,7 +71,8 @@ def configs(mode: str) -> list[dict]:
         return [headline]
     return [headline,
             dict(SESSION1, dtype="bfloat16", world_size=ws),
-            dict(headline, B=8),  # the tuned step at last session's batch
+            dict(headline, B=16), dict(headline, B=8),  # the tuned step at smaller batches
+            dict(headline, proj="split"),
             dict(headline, sdpa="auto"),  # whatever SDPA picks by itself
             dict(headline, model="llama_350m")]
 
@@ -188,9 +191,9 @@ def _step_breakdown(trainer, B: int, T: int, vocab: int, fpt, median_s: float, d
 
     try:
         seq = torch.randint(0, vocab, (B, T + 1), device=device)
-        kernels, _ = profile_buckets(lambda: trainer.step(seq[:, :-1], seq[:, 1:]), 2, torch.cuda.synchronize)
+        kernels, _, busy = profile_buckets(lambda: trainer.step(seq[:, :-1], seq[:, 1:]), 2, torch.cuda.synchronize)
         # this rank's kernels did this rank's tokens' work
-        return breakdown_metrics(kernels, median_s * 1e3, fpt.dense * B * T, fpt.attention_causal * B * T)
+        return breakdown_metrics(kernels, median_s * 1e3, fpt.dense * B * T, fpt.attention_causal * B * T, busy)
     except Exception as e:  # noqa: BLE001
         print(f"fsdp_mfu: step breakdown skipped: {type(e).__name__}: {e}", flush=True)
         return {}

@@ -2,14 +2,16 @@
 # One GPU round for fsdp_mfu, run from the repo root with $OUTDIR set (HELPERS.md). Stages run in the order of
 # $STAGES; each gets at most its cap and what is left of $BUDGET seconds, so the script never outruns its slot.
 #   STAGES            comma list of: bench, profile, loss_curve, gpu_tests (default: this round's)
+#   GPU_TESTS_K       pytest -k filter for the gpu_tests stage ("" runs them all, ~20 s)
 #   BENCH_VARIANTS    candidates for the bench stage (space separated; the baseline always runs)
 #   PROFILE_SETTINGS  settings for profile_step.py (variant[+option...]@B[!], see its docstring)
 #   PROFILE_ARGS      more profile_step.py flags (a CPU smoke test: "--model tiny --seq 64 --sdpa auto")
-# Costs seen on the H200 (torch 2.11, cold Inductor cache): a compiled ~1B case ~11-40 s; GPU tests ~20 s.
+# Costs seen on the H200 (torch 2.11, cold Inductor cache): the quick bench at B=16 with two compiled variants
+# 55 s; the byte_25m loss curve (400 eager FSDP2 steps) 31 s; GPU tests ~20 s.
 set -u
 OUT=${OUTDIR:?set OUTDIR}
 BUDGET=${BUDGET:-120}
-STAGES=${STAGES:-bench,profile,loss_curve}
+STAGES=${STAGES:-bench,gpu_tests,profile}
 START=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the budget left
@@ -21,20 +23,19 @@ run() {  # run <name> <max seconds> cmd...: bounded by both its own cap and the 
   echo "$name rc=$? ${t}s cap, took $(( $(date +%s) - s ))s" | tee -a "$OUT/stages.log"
   grep -v "USDT\|profiler_st" "$OUT/$name.log" | tail -n 40
 }
-# This round: the headline's records first (their kernel-time breakdown is part of each record), then the
-# GEMM shapes alone, the top kernels of the FSDP2 step, cheap ablations (same graphs: Inductor cache hits), one
-# that compiles (split projections), and the loss curve with what is left.
-ROUND_SETTINGS="gemms fsdp2_compile+noreshard+fold_clip+fused_proj@16! fsdp2_compile+fold_clip+fused_proj@16
-  fsdp2_compile+noreshard+fused_proj@16 fsdp2_compile+noreshard+fold_clip@16"
+# Final round: the headline's records (each carries its kernel-time breakdown), the CUDA check of the folded
+# clip, and the top kernels of the FSDP2 step if time is left. The loss curve is round 1's (its code paths have
+# not changed since): LC_STEPS / STAGES=...,loss_curve re-run it.
+ROUND_SETTINGS="fsdp2_compile+noreshard+fold_clip+fused_proj@32!"
 # One Inductor cache for the round: settings and stages that compile the same graph share it.
 export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_fsdp_mfu
 nvidia-smi --query-gpu=name,memory.used,clocks.sm,power.draw,power.limit --format=csv > "$OUT/nvidia_smi.txt" 2>&1
 for stage in ${STAGES//,/ }; do
   case $stage in
     bench)
-      args=(); for v in ${BENCH_VARIANTS:-fsdp2_compile_noreshard}; do args+=(--variant "$v"); done
-      run bench ${BENCH_CAP:-75} python3 -m gpufolio bench --project fsdp_mfu --quick "${args[@]}" --out "$OUT" \
-        --no-progress --timeout 70 ;;
+      args=(); for v in ${BENCH_VARIANTS:-fsdp2_compile_noreshard fsdp2_compile}; do args+=(--variant "$v"); done
+      run bench ${BENCH_CAP:-106} python3 -m gpufolio bench --project fsdp_mfu --quick "${args[@]}" --out "$OUT" \
+        --no-progress --timeout 90 ;;
     profile)
       # shellcheck disable=SC2086
       run profile ${PROFILE_CAP:-30} python3 -m gpufolio_projects.fsdp_mfu.profile_step --out "$OUT/profile" \
@@ -46,7 +47,8 @@ for stage in ${STAGES//,/ }; do
       run loss_curve 70 python3 -m gpufolio_projects.fsdp_mfu.loss_curve --out "$OUT/loss_curve" \
         --steps "${LC_STEPS:-400}" --max-seconds $(( t > 18 ? t - 8 : 10 )) ;;
     gpu_tests)
-      run gpu_tests 30 python3 -m pytest -m gpu projects/fsdp_mfu -q -rA -p no:cacheprovider -s ;;
+      run gpu_tests 30 python3 -m pytest -m gpu projects/fsdp_mfu -q -rA -p no:cacheprovider -s \
+        -k "${GPU_TESTS_K:-folded or modes_agree}" ;;
     *) echo "unknown stage $stage" | tee -a "$OUT/stages.log" ;;
   esac
 done

@@ -70,12 +70,40 @@ def parse_setting(text: str) -> tuple[str, dict, int]:
     return variant, fields, int(batch or 8)
 
 
+def _is_kernel(e) -> bool:
+    """A GPU kernel, memcpy or memset — not a user annotation (``Optimizer.step#AdamW.step``,
+    ``FSDP::post_backward_reduce``: ranges that the profiler also draws on the GPU timeline, over kernels it
+    already counts)."""
+    return e.device_type == torch.autograd.DeviceType.CUDA and not getattr(e, "is_user_annotation", False) \
+        and not e.key.startswith(ANNOTATION_PREFIXES)
+
+
+ANNOTATION_PREFIXES = ("FSDP::", "Optimizer.", "ProfilerStep", "## ")
+
+
+def busy_union_ms(prof, steps: int) -> float:
+    """ms per step during which at least one kernel ran: kernels on other streams (FSDP2's copies, NCCL) can
+    overlap compute, so the sum of kernel times can exceed the time the GPU was busy."""
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events() if _is_kernel(e))
+    total, cur_start, cur_end = 0.0, None, None
+    for start, end in spans:
+        if cur_end is None or start > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total / 1e3 / steps  # us -> ms
+
+
 def kernel_buckets(prof, steps: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """ms per step by bucket, and the top kernels of each bucket."""
     kernels: dict[str, float] = {}
     names: dict[str, dict[str, float]] = {}
     for e in prof.key_averages():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
+        if not _is_kernel(e):
             continue
         t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
         if t <= 0:
@@ -88,9 +116,10 @@ def kernel_buckets(prof, steps: int) -> tuple[dict[str, float], dict[str, dict[s
     return kernels, top
 
 
-def profile_buckets(step, steps: int, sync) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Run ``step()`` ``steps`` times under torch.profiler (CUDA kernels only): ms per step by bucket.
-    Without CUDA the profiler records CPU ops only, and the buckets stay empty."""
+def profile_buckets(step, steps: int, sync) -> tuple[dict[str, float], dict[str, dict[str, float]], float]:
+    """Run ``step()`` ``steps`` times under torch.profiler (CUDA kernels only): ms per step by bucket, the top
+    kernels, and the busy (kernel-union) ms per step. Without CUDA the profiler records CPU ops only, and the
+    buckets stay empty."""
     from torch.profiler import ProfilerActivity, profile
 
     act = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU
@@ -98,16 +127,21 @@ def profile_buckets(step, steps: int, sync) -> tuple[dict[str, float], dict[str,
         for _ in range(steps):
             step()
         sync()
-    return kernel_buckets(prof, steps)
+    kernels, top = kernel_buckets(prof, steps)
+    return kernels, top, busy_union_ms(prof, steps)
 
 
 def breakdown_metrics(kernels: dict[str, float], step_ms: float, dense_flops: float,
-                      attention_causal_flops: float) -> dict[str, tuple[float, str, bool]]:
-    """The bench's extra metrics from a kernel breakdown: each bucket's share of the step (idle = the rest),
-    and what the GEMM and attention kernels achieve on the work the FLOPs formula counts for them."""
+                      attention_causal_flops: float, busy_ms: float | None = None) -> dict[str, tuple[float, str, bool]]:
+    """The bench's extra metrics from a kernel breakdown: each bucket's share of the step; idle = the step's
+    time with no kernel running, overlap = kernel time that ran beside other kernels (so the shares + idle -
+    overlap = 100); what the GEMM and attention kernels achieve on the work the FLOPs formula counts for them."""
     out = {f"step_{b}_pct": (100 * kernels.get(b, 0.0) / step_ms, "% of step", False)
            for b in ("gemm", "attention", "triton", "optimizer", "comm_copy", "other")}
-    out["step_idle_pct"] = (100 * (step_ms - sum(kernels.values())) / step_ms, "% of step", False)
+    total = sum(kernels.values())
+    busy = total if busy_ms is None else busy_ms
+    out["step_idle_pct"] = (100 * (step_ms - busy) / step_ms, "% of step", False)
+    out["step_overlap_pct"] = (100 * (total - busy) / step_ms, "% of step", False)
     if kernels.get("gemm"):
         out["gemm_tflops"] = (dense_flops / (kernels["gemm"] * 1e-3) / 1e12, "TFLOP/s", True)
     if kernels.get("attention"):
@@ -176,8 +210,9 @@ def measure(text: str, a, device, do_profile: bool) -> dict:
                 tr.step(x, y)
             sync()
         kernels, top = kernel_buckets(prof, a.profile_steps)
-        busy = sum(kernels.values())
-        out.update(kernel_ms_per_step=kernels, busy_ms=busy, idle_ms=step_ms - busy, top_kernels=top)
+        busy = busy_union_ms(prof, a.profile_steps)
+        out.update(kernel_ms_per_step=kernels, busy_ms=busy, idle_ms=step_ms - busy,
+                   overlap_ms=sum(kernels.values()) - busy, top_kernels=top)
         # What the busy buckets achieve on the work the formula counts (causal: the half a kernel does).
         if kernels.get("gemm"):
             out["gemm_tflops"] = fpt.dense * tokens / (kernels["gemm"] * 1e-3) / 1e12
@@ -248,7 +283,7 @@ def summary_line(r: dict) -> str:
     if "kernel_ms_per_step" in r:
         s += "\n  kernels (ms/step): " + ", ".join(
             f"{k} {v:.1f}" for k, v in sorted(r["kernel_ms_per_step"].items(), key=lambda kv: -kv[1]))
-        s += f", idle {r['idle_ms']:.1f}"
+        s += f", idle {r['idle_ms']:.1f}, overlapping {r['overlap_ms']:.1f}"
         if "gemm_tflops" in r:
             s += f"; GEMM {r['gemm_tflops']:.0f} TFLOP/s"
         if "attention_causal_tflops" in r:

@@ -73,15 +73,12 @@ def tune_swiglu(T: int = 32768, N: int = 8192) -> None:
     """Forward and backward apart, per launch setting; then ours against torch.compile's kernels, profiled."""
     g, u, dh = (torch.randn(T, N, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     e = g.element_size()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    # (elements per program, warps, streaming stores, programs: 0 = one per block, else a persistent grid)
-    settings = [(4096, 8, False, 0), (1024, 4, False, 0), (2048, 4, False, 0), (2048, 8, False, 0),
-                (8192, 8, False, 0), (8192, 16, False, 0), (4096, 8, True, 0), (4096, 8, False, 4 * sms)]
-    for block, warps, cs, progs in settings:
-        tag = f"block={block:5d} warps={warps:2d} stream_store={cs:d} progs={progs:4d}"
-        ms = do_bench(lambda: sw.swiglu_forward(g, u, block, warps, False, cs, progs), warmup=25, rep=150)
+    # (elements per program, warps); round 1 of session 2 also tried streaming stores and a persistent grid
+    for block, warps in ((2048, 8), (1024, 4), (4096, 8), (2048, 4), (8192, 16)):
+        tag = f"block={block:5d} warps={warps:2d}"
+        ms = do_bench(lambda: sw.swiglu_forward(g, u, block, warps), warmup=25, rep=150)
         print(f"swiglu fwd {tag} {_gbps(3 * T * N * e, ms)}", flush=True)
-        ms = do_bench(lambda: sw.swiglu_backward(dh, g, u, block, warps, False, cs, progs), warmup=25, rep=150)
+        ms = do_bench(lambda: sw.swiglu_backward(dh, g, u, block, warps), warmup=25, rep=150)
         print(f"swiglu bwd {tag} {_gbps(5 * T * N * e, ms)}", flush=True)
     gr, ur = (t.clone().requires_grad_() for t in (g, u))
     ops = {"fused": sw.swiglu, "torch_compile": baselines.compiled("swiglu")}

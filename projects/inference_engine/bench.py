@@ -186,7 +186,7 @@ def _check_against_hf(params: dict, device, prompts: list[list[int]], outs: list
 
 def _timing(variant: str, reps: int = 3) -> Timing:
     # The harness calls fn for two checks, a peak-memory pass and a warm-up besides the timed reps: calls of
-    # seconds (HF generate; our offline and online runs) get one or two timed reps, batch-1 decode at least 3.
+    # seconds (HF generate; our offline and online runs) get one timed rep, batch-1 decode at least 3.
     return Timing(method="wall", warmup_ms=0.0, rep_ms=0.0 if variant == "hf_generate" else 500.0,
                   warmup_min=1, min_reps=1 if variant == "hf_generate" else reps, max_reps=20)
 
@@ -266,11 +266,34 @@ def _decode_b1_case(variant: str, params: dict, device) -> Case:
         if copy is not None:
             out["roofline_pct_copy"] = (100 * gbps / copy, "% of measured copy BW", True)
             out["copy_gbps_case"] = (copy, "GB/s", True)
+        out["wall_ms_per_token"] = (median_s / N * 1e3, "ms", False)
+        if variant == "engine" and device.type == "cuda":
+            out.update(_decode_probe(eng, weight_bytes))
         return out
 
     return Case(fn=fn, make_inputs=lambda gen: {"prompt": _random_prompts(gen, [P], cfg.vocab_size, device)[0]},
                 work=Work(tokens=N, bytes=N * bytes_per_token), check=check, timing=_timing(variant),
                 extra_metrics=extra)
+
+
+def _decode_probe(eng, weight_bytes: int) -> dict:
+    """Where the wall time per token goes: GPU ms per batch-1 decode step (graph replays back to back) for the
+    engine's kernels and for the paths they replaced, and one eager 32-token prefill step (decode_probe.py)."""
+    from .decode_probe import gpu_ms_per_step
+
+    out = {}
+    try:  # the default path first: a later path's compile failure still leaves its number
+        probe = gpu_ms_per_step(eng, ("fused", "unfused_triton", "unfused_cublas"))
+    except Exception as e:  # noqa: BLE001 — diagnostics must not cost the record
+        print(f"[inference_engine] decode probe failed: {type(e).__name__}: {e}", flush=True)
+        return out
+    for name, ms in probe.items():
+        key = "prefill_ms_32" if name == "prefill_ms" else (
+            "gpu_ms_per_step" if name == "fused" else f"gpu_ms_per_step_{name}")
+        out[key] = (ms, "ms", False)
+    if "fused" in probe:  # the weights a step streams, at the GPU's own time per step
+        out["gpu_weight_gbps"] = (weight_bytes / probe["fused"] / 1e6, "GB/s", True)
+    return out
 
 
 # ---- offline_throughput -------------------------------------------------------------------------------------
@@ -349,7 +372,7 @@ def _offline_case(variant: str, params: dict, device) -> Case:
                 "kv_pool_blocks": (float(eng.block_manager.num_blocks), "blocks", True)}
 
     return Case(fn=fn, make_inputs=make_inputs, work=Work(tokens=tokens), check=check,
-                timing=_timing(variant, reps=2), extra_metrics=extra)
+                timing=_timing(variant, reps=1), extra_metrics=extra)
 
 
 # ---- online -----------------------------------------------------------------------------------------------------
@@ -359,7 +382,7 @@ def _online_configs(mode: str) -> list[dict]:
         return [dict(base, model="tiny", dtype="float32", num_requests=6, min_len=4, max_len=24, output_cap=8,
                      rate=50.0)]
     if mode == "quick":  # the harness calls each case five times: short arrival spans keep it in budget
-        return [dict(base, num_requests=24, output_cap=64, rate=r) for r in (12.0, 32.0, 96.0)]
+        return [dict(base, num_requests=12, output_cap=64, rate=r) for r in (16.0, 48.0, 160.0)]
     return [dict(base, num_requests=128, output_cap=128, rate=r) for r in (4.0, 8.0, 16.0, 32.0, 64.0, 128.0)]
 
 

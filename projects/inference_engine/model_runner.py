@@ -142,6 +142,13 @@ class ModelRunner:
 
     @torch.inference_mode()
     def _capture(self, b: int, greedy_only: bool) -> None:
+        self.graphs[(b, greedy_only)] = self.capture_decode_graph(b, greedy_only, self.graph_pool)
+
+    @torch.inference_mode()
+    def capture_decode_graph(self, b: int, greedy_only: bool, pool=None) -> torch.cuda.CUDAGraph:
+        """One decode step for rows [0, b) as a CUDA graph, with the kernels ``self.model.kernels`` names now.
+        The engine's graphs share ``self.graph_pool``; a graph for a comparison (profiling another kernel path)
+        takes a pool of its own (pool=None), so the engine's graphs stay valid."""
         self._resident = None  # capture overwrites the decode buffers
         self._reset_padding(0, b)  # warm-up and capture must write only into the scratch block
         stream = torch.cuda.Stream()
@@ -153,9 +160,9 @@ class ModelRunner:
         torch.cuda.current_stream().wait_stream(stream)
         self._reset_padding(0, b)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.graph_pool):
+        with torch.cuda.graph(graph, pool=pool if pool is not None else torch.cuda.graph_pool_handle()):
             self._decode_body(b, greedy_only)
-        self.graphs[(b, greedy_only)] = graph
+        return graph
 
     def _fill_block_tables(self, seqs: list[Sequence]) -> None:
         tables = torch.full((len(seqs), self.max_blocks_per_seq), self.scratch_block, dtype=torch.int32)

@@ -2,9 +2,8 @@
 
     offline  the offline workload (cap 256) step by step: prefill steps, decode chunks, host time; prefill
              attention as one varlen launch per layer against per sequence (first: it needs every graph bucket)
-    step     B=1: GPU ms per decode step (CUDA events around back-to-back graph replays, no host in between)
-             for each decode path (PATHS: fused with RoPE in the attention kernel, fused with a separate
-             rope_store, unfused Triton, unfused cuBLAS); then wall ms per
+    step     B=1: GPU ms per decode step (decode_probe: CUDA events around back-to-back graph replays) for each
+             decode path in decode_probe.KERNEL_PATHS; then wall ms per
              token of the bench's generate call, split into prefill, decode chunks and host time between them
     kernels  B=1: torch.profiler over graph replays of each path: kernels per step, summed kernel time
     gemv     each decode weight shape at M=1: fused GEMV vs cuBLAS vs the skinny GEMM (GB/s, L2 defeated by
@@ -54,11 +53,6 @@ def main() -> None:
 
 
 class _Profiler:
-    PATHS = {"fused": dict(fused_decode=True, rope_in_attention=True, skinny_max_m=16),
-             "fused_rope_store": dict(fused_decode=True, rope_in_attention=False, skinny_max_m=16),
-             "unfused_triton": dict(fused_decode=False, skinny_max_m=16),
-             "unfused_cublas": dict(fused_decode=False, skinny_max_m=0)}
-
     def __init__(self, eng, log):
         import torch
 
@@ -75,49 +69,14 @@ class _Profiler:
 
         return SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True)
 
-    def _use(self, path: str) -> None:
-        """Switch the decode path and recapture the batch-1 graph only."""
-        kernels = self.runner.model.kernels
-        for k, v in self.PATHS[path].items():
-            setattr(kernels, k, v)
-        self.runner.graphs.clear()
-        self.runner._capture(1, True)
-
-    def _decode_state(self):
-        """One sequence prefilled (32 tokens) and loaded into the decode buffers; returns it."""
-        seq = self.eng.add_request(self._prompt(32), self._sp(10_000))
-        self.eng.step()
-        self.runner._fill_decode_buffers([seq], 1)
-        return seq
-
-    def _release(self, seq) -> None:
-        self.eng.scheduler.running.remove(seq)
-        self.eng.block_manager.free(seq)
-
-    def _replay_ms(self, n=60) -> float:
-        torch = self.torch
-        graph = self.runner.graphs[(1, True)]
-        for _ in range(5):
-            graph.replay()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(n):
-            graph.replay()
-        b.record()
-        torch.cuda.synchronize()
-        return a.elapsed_time(b) / n
-
     # -- stages --------------------------------------------------------------------------------------------
     def step(self) -> None:
         torch, log = self.torch, self.log
-        for path in self.PATHS:
-            self._use(path)
-            seq = self._decode_state()
-            ms = self._replay_ms()
-            self._release(seq)
-            log(f"B=1 {path:15s}: GPU {ms:.3f} ms per decode step (graph replays back to back) = "
-                f"{self.weight_bytes / ms / 1e6:.0f} GB/s of weights")
-        self._use("fused")
+        from .decode_probe import gpu_ms_per_step
+
+        for path, ms in gpu_ms_per_step(self.eng).items():
+            log(f"B=1 {path:17s}: {ms:.3f} ms" + ("" if path == "prefill_ms" else
+                f" GPU per decode step = {self.weight_bytes / ms / 1e6:.0f} GB/s of weights"))
         # the bench's call: generate(32-token prompt, 128 new tokens), with the steps timed one by one
         steps: list[tuple[bool, int, float]] = []
         orig = self.runner.run
@@ -163,25 +122,27 @@ class _Profiler:
         torch, log = self.torch, self.log
         from torch.profiler import ProfilerActivity, profile
 
+        from .decode_probe import decode_state, kernel_path, release
+
         for path in ("fused", "unfused_triton"):
-            self._use(path)
-            seq = self._decode_state()
-            graph = self.runner.graphs[(1, True)]
-            graph.replay()
-            torch.cuda.synchronize()
-            n = 10
-            for how in ("graph", "eager"):  # eager too, in case the profiler does not see inside graphs
-                with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as p:
-                    for _ in range(n):
-                        graph.replay() if how == "graph" else self.runner._decode_body(1, True)
-                    torch.cuda.synchronize()
-                events = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-                total_us = sum(e.time_range.elapsed_us() for e in events)
-                log(f"B=1 {path} ({how}): {len(events) / n:.0f} kernels per step, summed kernel time "
-                    f"{total_us / n / 1e3:.3f} ms per step")
-                log(p.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=70))
-            self._release(seq)
-        self._use("fused")
+            with kernel_path(self.eng, path):
+                graph = self.runner.capture_decode_graph(1, True)
+                seq, _ = decode_state(self.eng)
+                graph.replay()
+                torch.cuda.synchronize()
+                n = 10
+                for how in ("graph", "eager"):  # eager too, in case the profiler does not see inside graphs
+                    with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as p:
+                        for _ in range(n):
+                            graph.replay() if how == "graph" else self.runner._decode_body(1, True)
+                        torch.cuda.synchronize()
+                    events = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+                    total_us = sum(e.time_range.elapsed_us() for e in events)
+                    log(f"B=1 {path} ({how}): {len(events) / n:.0f} kernels per step, summed kernel time "
+                        f"{total_us / n / 1e3:.3f} ms per step")
+                    log(p.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=60))
+                release(self.eng, seq)
+            del graph
 
     def gemv(self) -> None:
         torch, log = self.torch, self.log

@@ -61,8 +61,11 @@ def test_step_breakdown_metrics():
     m = breakdown_metrics({"gemm": 60.0, "attention": 10.0, "triton": 20.0}, step_ms=100.0, dense_flops=6e13,
                           attention_causal_flops=2e12)
     assert m["step_gemm_pct"][0] == 60.0 and m["step_optimizer_pct"][0] == 0.0
-    assert m["step_idle_pct"][0] == pytest.approx(10.0)
+    assert m["step_idle_pct"][0] == pytest.approx(10.0) and m["step_overlap_pct"][0] == 0.0
     assert m["gemm_tflops"][0] == pytest.approx(1000.0) and m["attention_causal_tflops"][0] == pytest.approx(200.0)
+    # kernels on two streams: 95 ms of kernel time in 85 ms of busy GPU
+    m = breakdown_metrics({"gemm": 80.0, "comm_copy": 15.0}, 100.0, 1.0, 1.0, busy_ms=85.0)
+    assert m["step_idle_pct"][0] == pytest.approx(15.0) and m["step_overlap_pct"][0] == pytest.approx(10.0)
 
 
 def test_profile_buckets_runs_on_cpu():
@@ -70,5 +73,27 @@ def test_profile_buckets_runs_on_cpu():
     from gpufolio_projects.fsdp_mfu.profile_step import profile_buckets
 
     x = torch.randn(64, 64)
-    kernels, top = profile_buckets(lambda: x @ x, 2, lambda: None)
-    assert kernels == {} and top == {}  # no CUDA kernels on CPU: nothing is invented
+    kernels, top, busy = profile_buckets(lambda: x @ x, 2, lambda: None)
+    assert kernels == {} and top == {} and busy == 0.0  # no CUDA kernels on CPU: nothing is invented
+
+
+def test_busy_time_is_a_union_and_skips_annotations():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace as NS
+
+    from gpufolio_projects.fsdp_mfu.profile_step import busy_union_ms, kernel_buckets
+
+    cuda = torch.autograd.DeviceType.CUDA
+
+    def ev(key, start, end, annotation=False):
+        return NS(key=key, device_type=cuda, is_user_annotation=annotation, time_range=NS(start=start, end=end),
+                  device_time_total=end - start)
+
+    events = [ev("nvjet_sm90_tst_256x128", 0, 1000), ev("ncclDevKernel_AllGather", 500, 1500),  # overlap 500 us
+              ev("triton_poi_fused_add_0", 2000, 2500),
+              ev("Optimizer.step#AdamW.step", 0, 2500, annotation=True),  # a range over kernels: not a kernel
+              ev("FSDP::post_backward_reduce", 0, 2500)]  # annotation named like one, flag or not
+    prof = NS(events=lambda: events, key_averages=lambda: events)
+    assert busy_union_ms(prof, steps=1) == pytest.approx(2.0)  # [0, 1500] + [2000, 2500] us
+    kernels, _ = kernel_buckets(prof, steps=1)
+    assert kernels == pytest.approx({"gemm": 1.0, "comm_copy": 1.0, "triton": 0.5})

@@ -11,12 +11,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 
-@pytest.mark.parametrize("kv_heads,T", [(4, 48), (2, 64), (1, 40)])
-def test_formula_matches_flop_counter(kv_heads, T):
-    # odd-ish sizes: ffn 96 != 8/3 dim, T not a power of two, GQA and MQA
+@pytest.mark.parametrize("kv_heads,T,fused_proj", [(4, 48, False), (2, 64, False), (1, 40, False), (2, 64, True)])
+def test_formula_matches_flop_counter(kv_heads, T, fused_proj):
+    # odd-ish sizes: ffn 96 != 8/3 dim, T not a power of two, GQA and MQA; fused projections: the same FLOPs
     cfg = ModelConfig("f", dim=64, n_layers=3, n_heads=4, n_kv_heads=kv_heads, ffn_dim=96, vocab_size=300,
                       max_seq_len=128)
-    model = Transformer(cfg)
+    model = Transformer(cfg, fused_proj=fused_proj)
     B = 3
     tokens = torch.randint(0, cfg.vocab_size, (B, T))
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:

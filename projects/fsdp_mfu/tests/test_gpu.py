@@ -108,3 +108,18 @@ def test_report_which_sdpa_kernel_auto_picks():
     names = sorted({e.key for e in prof.key_averages() if "elementwise" not in e.key and "reduce" not in e.key})
     print("sdpa auto kernels:", names)
     assert names
+
+
+@pytest.mark.parametrize("mode", ["single", "fsdp2"])
+def test_folded_clip_matches_explicit_clip_on_cuda(mode):
+    """CUDA's fused AdamW divides by grad_scale the same way the CPU one does: clip folded into it gives the
+    explicit clip's losses (fp32, fused projections, a clip that is active on every step)."""
+    device = _cuda()
+    seq = torch.randint(0, SMALL.vocab_size, (4, 129), generator=torch.Generator().manual_seed(2)).to(device)
+    runs = {}
+    for fold in (False, True):
+        tr = Trainer(SMALL, TrainConfig(mode=mode, dtype="float32", lr=1e-3, grad_clip=0.05, fold_clip=fold,
+                                        fused_proj=True), device)
+        runs[fold] = [float(tr.step(seq[:, :-1], seq[:, 1:])) for _ in range(4)]
+    for a, b in zip(runs[False], runs[True]):
+        assert abs(a - b) <= 1e-4 * abs(a), runs

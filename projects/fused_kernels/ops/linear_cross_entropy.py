@@ -9,6 +9,10 @@ Per chunk of C token rows (x_c: [C, d], W: [V, d], buffer L: [C, V] in the weigh
     dW    += L^T @ x_c                    cuBLAS (the first chunk writes, the rest accumulate with beta=1)
 The backward only scales the saved gradients by the incoming grad (a no-op when it is 1, the usual case).
 
+Schedule (ChunkPlan): from 512 rows the dW update runs on a second stream beside dX (both only read L);
+from 1024 rows the ignored tokens are compacted away first, so padding costs no GEMM work. Both thresholds
+are measured (session 2, round 1): below them each helps nothing or costs more than it saves.
+
 Chunk size, from the memory budget. The only memory beyond the outputs (grad_W: V*d, grad_x: T*d) is the
 [C, V] buffer, and the GEMMs want C large: each chunk's dW += L^T x_c reads and writes all of dW (2*V*d*2 bytes)
 for 2*C*V*d FLOPs, about C/2 FLOP/byte, so below the H200's ridge point (767 TFLOP/s / 4.16 TB/s = 184
@@ -17,7 +21,9 @@ that (round 1 on the H200, T=8192 d=4096 V=128256: 476, 578, 601, 653 TFLOP/s en
 512, 1024, 2048). So the default budget is half of grad_W (C*V <= V*d/2, C = d/2 = 2048 rows at d = 4096):
 peak extra memory stays within 1.5x of the gradients every implementation must return, half of what
 torch.compile's full-size logits cost. ``max_chunk_bytes`` lowers it (Liger's rule, a buffer no bigger than x,
-gives C = 256 here).
+gives C = 256 here). Why no chunk size gives both torch.compile's time and Liger's memory: at 256 rows the
+32 dW updates each read and write all of dW for a K = 256 product, and that update alone takes longer than
+the chunk's two compute-bound GEMMs (measured apart in tune.py lce; the README has the curve).
 """
 from __future__ import annotations
 
@@ -28,9 +34,12 @@ import torch
 import triton
 import triton.language as tl
 
-# Scheduling defaults (ChunkPlan); chosen from the H200 sweeps in tune.py.
-DEFAULT_OVERLAP = False
-DEFAULT_SKIP_IGNORED = False
+# Schedule thresholds (ChunkPlan.auto), from the H200 sweep at the Llama-3 head (tune.py lce, session 2
+# round 1, evidence/): the two-stream overlap gained nothing at 256 rows (at that M each cuBLAS kernel fills
+# the GPU alone) and most at 512; skipping ignored tokens lost at 240-496 rows (gather, scatter and the
+# shorter chunk cost more than 5% of the GEMMs saves) and won from 1024.
+OVERLAP_MIN_ROWS = 512
+SKIP_IGNORED_MIN_ROWS = 1024
 BLOCK_V = 4096  # logits per loop step of the CE kernel: 8 KiB of bf16, 16 elements per thread at 8 warps
 
 
@@ -113,14 +122,29 @@ def _move_rows(src: torch.Tensor, dst: torch.Tensor, idx: torch.Tensor, gather: 
 class ChunkPlan:
     """How the T tokens are cut and scheduled. ``rows``: tokens per chunk (the [rows, V] buffer).
     ``overlap``: run each chunk's dW update on a second stream while dX runs on the first (dW += G^T x_c
-    is memory-bound at small chunks, dX = G W compute-bound: together they fill both HBM and the tensor cores).
-    ``skip_ignored``: compact the non-ignored tokens first, so padding rows cost no GEMM work (this gathers
-    each chunk's x rows and scatters its dX rows: two [rows, d] buffers beside the logits buffer)."""
+    is memory-bound at small chunks, dX = G W compute-bound: together they can fill both HBM and the tensor
+    cores). ``skip_ignored``: compact the non-ignored tokens first, so padding rows cost no GEMM work (this
+    gathers each chunk's x rows and scatters its dX rows: two [rows, d] buffers beside the logits buffer)."""
 
     rows: int
     overlap: bool = False
     skip_ignored: bool = False
     ce_warps: int = 8
+
+    @staticmethod
+    def auto(n_tokens: int, vocab: int, hidden: int, elem_bytes: int, max_chunk_bytes: int | None = None,
+             chunk: int | None = None, overlap: bool | None = None, skip_ignored: bool | None = None,
+             ce_warps: int = 8) -> ChunkPlan:
+        """Rows from ``chunk`` or the budget; each schedule switch, where not given, from the thresholds above.
+        Skipping is decided on the rows without its buffers; under a budget the rows then shrink to fit them."""
+        rows = chunk or chunk_rows(n_tokens, vocab, hidden, elem_bytes, max_chunk_bytes)
+        if skip_ignored is None:
+            skip_ignored = rows >= SKIP_IGNORED_MIN_ROWS
+        if skip_ignored and chunk is None:
+            rows = chunk_rows(n_tokens, vocab, hidden, elem_bytes, max_chunk_bytes, skip_ignored=True)
+        if overlap is None:
+            overlap = rows >= OVERLAP_MIN_ROWS
+        return ChunkPlan(rows, overlap, skip_ignored, ce_warps)
 
 
 def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
@@ -154,7 +178,8 @@ def _side_stream(device: torch.device):
 def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, *,
                                  ignore_index: int = -100, label_smoothing: float = 0.0,
                                  max_chunk_bytes: int | None = None, chunk: int | None = None,
-                                 ce_warps: int = 8, overlap: bool = False, skip_ignored: bool = False):
+                                 ce_warps: int = 8, overlap: bool | None = None,
+                                 skip_ignored: bool | None = None):
     """Mean cross-entropy of x @ weight^T against target, with its gradients.
 
     x: [T, d]; weight: [V, d] (same dtype); target: [T] int64 with ignore_index for padding.
@@ -169,7 +194,10 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
     target = target.contiguous()
     n_tokens, hidden = x.shape
     vocab = weight.shape[0]
-    overlap = overlap and x.is_cuda
+    plan = ChunkPlan.auto(n_tokens, vocab, hidden, x.element_size(), max_chunk_bytes, chunk, overlap, skip_ignored,
+                          ce_warps)
+    overlap = plan.overlap and x.is_cuda
+    skip_ignored = plan.skip_ignored
     idx = None
     if skip_ignored:
         # One host sync (the count sizes the loop); made before any buffer exists, so its scratch is not on top.
@@ -180,8 +208,6 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
         n_rows = n_tokens
         # Stays on the device: the kernel reads it, so no host sync is needed to scale by 1/n_valid.
         n_valid = (target != ignore_index).sum()
-    plan = ChunkPlan(chunk or chunk_rows(n_tokens, vocab, hidden, x.element_size(), max_chunk_bytes, skip_ignored),
-                     overlap, skip_ignored, ce_warps)
     rows = max(1, min(plan.rows, n_rows))
     buf = torch.empty((rows, vocab), dtype=x.dtype, device=x.device)
     loss_rows = torch.zeros(max(n_rows, 1), dtype=torch.float32, device=x.device)
@@ -253,10 +279,11 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, ignore_index: int = -100,
                          label_smoothing: float = 0.0, max_chunk_bytes: int | None = None, *,
-                         chunk: int | None = None, overlap: bool = DEFAULT_OVERLAP,
-                         skip_ignored: bool = DEFAULT_SKIP_IGNORED) -> torch.Tensor:
+                         chunk: int | None = None, overlap: bool | None = None,
+                         skip_ignored: bool | None = None) -> torch.Tensor:
     """``F.cross_entropy(x @ weight.T, target)`` (mean) without materialising the logits. ``chunk`` fixes the
-    token rows per chunk (else from the budget); ``overlap`` and ``skip_ignored`` as in ``ChunkPlan``."""
+    token rows per chunk (else from the budget); ``overlap`` and ``skip_ignored`` as in ``ChunkPlan`` (None:
+    from the measured thresholds, ``ChunkPlan.auto``)."""
     plan_kw = {"chunk": chunk, "overlap": overlap, "skip_ignored": skip_ignored}
     return LinearCrossEntropyFunction.apply(x, weight, target, ignore_index, label_smoothing, max_chunk_bytes,
                                             plan_kw)

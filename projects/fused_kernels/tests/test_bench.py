@@ -8,7 +8,7 @@ from gpufolio.api import Unsupported
 from gpufolio.check import run_check
 from gpufolio_projects.fused_kernels.bench import BENCHES
 
-NAMES = ["copy", "add_rmsnorm", "linear_cross_entropy", "rmsnorm", "swiglu"]
+NAMES = ["copy", "swiglu", "linear_cross_entropy", "add_rmsnorm", "rmsnorm"]
 
 
 def test_bench_names_and_baselines():

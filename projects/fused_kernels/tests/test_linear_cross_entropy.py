@@ -63,6 +63,18 @@ def test_skip_ignored_with_smoothing_and_all_rows_ignored():
     assert loss.item() == 0.0 and not gx.any() and not gw.any()
 
 
+def test_schedule_thresholds():
+    """The measured rule: two streams from 512 rows, skipped padding from 1024; explicit choices win."""
+    auto = lce.ChunkPlan.auto
+    plan = auto(8192, 128256, 4096, 2)  # the default budget: d/2 = 2048 rows, both on, rows unchanged
+    assert (plan.rows, plan.overlap, plan.skip_ignored) == (2048, True, True)
+    plan = auto(8192, 128256, 4096, 2, max_chunk_bytes=8192 * 4096 * 2)  # Liger's budget: 256 rows, neither
+    assert (plan.rows, plan.overlap, plan.skip_ignored) == (256, False, False)
+    assert (auto(8192, 128256, 4096, 2, chunk=512).overlap, auto(8192, 128256, 4096, 2, chunk=512).skip_ignored) == (
+        True, False)
+    assert auto(8192, 128256, 4096, 2, chunk=2048, overlap=False, skip_ignored=False) == lce.ChunkPlan(2048)
+
+
 def test_chunk_rule_counts_the_gather_buffers():
     # skipping ignored tokens adds two [rows, d] buffers per chunk: fewer rows fit the same budget
     budget = 8192 * 4096 * 2

@@ -25,6 +25,22 @@ def test_shapes(shape, dtype):
     _check(shape, dtype)
 
 
+@pytest.mark.parametrize("block", [1024, 2048])
+def test_even_split_has_no_mask(block):
+    """numel a multiple of BLOCK takes the mask-free kernels (EVEN); checked against the same reference."""
+    from gpufolio_projects.fused_kernels.ops import swiglu as sw
+
+    assert sw._launch(4 * 1024, block)[1]["EVEN"] and not sw._launch(4 * 1024 + 1, block)[1]["EVEN"]
+    _check((4, 1024), torch.float32)
+
+
+def test_offsets_switch_to_64_bit_past_int32():
+    from gpufolio_projects.fused_kernels.ops import swiglu as sw
+
+    assert not sw._launch(32768 * 8192, 2048)[1]["INT64"]
+    assert sw._launch(2**31, 2048)[1]["INT64"] and sw._launch(2**31 - 5, 2048)[1]["INT64"]
+
+
 def test_saturated_gates():
     """|gate| ~ 30: sigmoid is 0 or 1 in fp32; the gradient must stay finite and match."""
     _check((2, 1000), torch.float32, gate_scale=30.0)

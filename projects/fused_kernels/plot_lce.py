@@ -1,0 +1,70 @@
+"""Draw the linear + cross-entropy trade-off from stamped records: time against peak extra memory, one point
+per variant of one run (our chunk sizes as a line, torch.compile / Liger / eager as labelled points).
+
+    python -m gpufolio_projects.fused_kernels.plot_lce RUN_ID   # writes evidence/lce_tradeoff.png
+
+Reads projects/fused_kernels/results/*.jsonl only; every number drawn comes from the named run.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+HEADLINE = {"T": 8192, "d": 4096, "V": 128256, "label_smoothing": 0.0}
+
+
+def load(run_id: str) -> list[dict]:
+    """(variant, role, time ms, peak extra GiB) of every ok LCE record at the headline shape in the run."""
+    rows = []
+    for path in sorted((HERE / "results").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if (r["run_id"] != run_id or r["bench"] != "linear_cross_entropy" or r["status"] != "ok"
+                    or any(r["params"].get(k) != v for k, v in HEADLINE.items())):
+                continue
+            mem = {m["name"]: m["value"] for m in r["extra_metrics"]}.get("peak_extra_mem")
+            rows.append({"variant": r["variant"], "role": r["role"], "ms": r["metric"]["value"], "gib": mem,
+                         "gpu": r["env"]["gpu"]["name"]})
+    if not rows:
+        raise SystemExit(f"no ok linear_cross_entropy records of run {run_id} at {HEADLINE}")
+    return rows
+
+
+def plot(run_id: str, out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = load(run_id)
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    ours = sorted((r for r in rows if r["role"] == "candidate"), key=lambda r: r["gib"])
+    ax.plot([r["gib"] for r in ours], [r["ms"] for r in ours], "o-", color="#3949ab", label="ours (chunk sizes)")
+    for r in ours:
+        ax.annotate(r["variant"], (r["gib"], r["ms"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    for r in rows:
+        if r["role"] == "baseline":
+            ax.plot(r["gib"], r["ms"], "s", color="#9e9e9e")
+            ax.annotate(r["variant"], (r["gib"], r["ms"]), textcoords="offset points", xytext=(5, -10), fontsize=8)
+    base = {r["variant"]: r for r in rows}
+    if "torch_compile" in base:
+        ax.axhline(base["torch_compile"]["ms"], color="#e53935", lw=0.8, ls="--", label="torch.compile time")
+    if "liger" in base:
+        ax.axvline(base["liger"]["gib"], color="#00897b", lw=0.8, ls="--", label="Liger memory")
+    ax.set_xscale("log")
+    ax.set_xlabel("peak extra memory per call, GiB (log; includes grad_x and grad_W)")
+    ax.set_ylabel("forward + backward, ms")
+    ax.set_title(f"linear + cross-entropy T=8192 d=4096 V=128256 bf16 — {rows[0]['gpu']}, run {run_id}",
+                 fontsize=9, loc="left")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return out
+
+
+if __name__ == "__main__":
+    print(plot(sys.argv[1], HERE / "evidence" / "lce_tradeoff.png"))
