@@ -199,4 +199,8 @@ def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.margins(x=0.08, y=0.15)
+    times = pd.to_datetime(series.created_at, utc=True)
+    if times.max() - times.min() < pd.Timedelta(minutes=1):
+        # One run (or runs seconds apart): a zero-width date range leaves the date locator nothing to divide.
+        ax.set_xlim(times.min() - pd.Timedelta(hours=1), times.max() + pd.Timedelta(hours=1))
     return _save(fig, path, right=0.7, bottom=0.13)
