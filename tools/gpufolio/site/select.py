@@ -19,7 +19,8 @@ from . import records as R
 HOME_BENCH = {
     "gemm_ladder": ("bf16_gemm", "sgemm"),
     "flash_attention": ("attention_fwd", "attention_fwd_bwd"),
-    "fused_kernels": ("rmsnorm", "add_rmsnorm", "swiglu", "linear_cross_entropy"),
+    # add+RMSNorm is the op the project's issue is judged on; RMSNorm alone is its residual-free special case.
+    "fused_kernels": ("add_rmsnorm", "rmsnorm", "swiglu", "linear_cross_entropy"),
     "fsdp_mfu": ("train_step",),
     "inference_engine": ("decode_b1", "offline_throughput", "online"),
     # The prepared contribution first; the forward note is a measured dead end (status: idea).
