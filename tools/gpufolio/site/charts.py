@@ -195,7 +195,9 @@ def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
     ax.set_ylabel(unit)
     ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    locator = mdates.AutoDateLocator(maxticks=6)
+    # minticks below the default 5: a few hours of runs has too few hour ticks, and at minute steps too many for
+    # maxticks, so the locator found no interval at all (and warned) for every same-day history.
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=7)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.margins(x=0.08, y=0.15)
