@@ -3,8 +3,11 @@
 # Stages run in the order given by FK_STAGES (space-separated; the default below is this round's plan), each
 # under its own time limit, each logging to $OUTDIR/<stage>.log; the bench stages write stamped records.
 #   tune_lce     LCE: time and peak memory per chunk size and schedule, one chunk's steps apart (tune.py lce)
-#   tune_swiglu  SwiGLU launch sweep, forward and backward apart, and ours against torch.compile's kernels
-#   tune_odd     add+RMSNorm / RMSNorm at odd widths against their power-of-two neighbours
+#   tune_swiglu  SwiGLU launch sweep (block, warps, evict-first loads), forward and backward apart; then
+#                forward+backward per setting against torch.compile, alternating, two rounds (tune.py swiglu)
+#   tune_odd     add+RMSNorm / RMSNorm at widths 4096 4097 5120 8191 8192: the split kernels (new, and with the
+#                backward at twice its warps) against the plain ones (old), forward and forward+backward (tune.py odd)
+#   tune_odd_compile  RMSNorm at 4097 and 8191: ours against torch.compile, fwd and fwd+bwd (tune.py odd_compile)
 #   bench_rmsnorm, bench_swiglu, bench_lce, bench_norms (copy + add_rmsnorm)   quick-mode records
 #   bench_final  every bench in one run, in bench.py's order (copy, swiglu, linear_cross_entropy,
 #                add_rmsnorm, rmsnorm: the last ones are the first to go if the round's limit cuts it short)
@@ -40,10 +43,11 @@ TUNE="gpufolio_projects.fused_kernels.tune"
 for s in $STAGES; do
   case "$s" in
     tune_lce) step tune_lce 22 "$PY" -m "$TUNE" lce ;;
-    tune_swiglu) step tune_swiglu 28 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" swiglu
+    tune_swiglu) step tune_swiglu 25 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" swiglu
       # Inductor's launch settings for the same op (its generated kernels, cached above), for the comparison.
       grep -rh -B2 -A12 "@triton_heuristics.pointwise" /tmp/fk_inductor 2>/dev/null | head -120 > "$OUT/inductor_swiglu.log" ;;
-    tune_odd) step tune_odd 14 "$PY" -m "$TUNE" odd ;;
+    tune_odd) step tune_odd 25 "$PY" -m "$TUNE" odd ;;
+    tune_odd_compile) step tune_odd_compile 32 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" odd_compile ;;
     bench_rmsnorm) bench bench_rmsnorm 35 --bench rmsnorm ;;
     bench_swiglu) bench bench_swiglu 30 --bench swiglu ;;
     bench_lce) bench bench_lce 45 --bench linear_cross_entropy ;;

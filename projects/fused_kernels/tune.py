@@ -1,6 +1,6 @@
 """Launch-parameter sweeps and a timing breakdown for the GPU box (tuning only: records come from the harness).
 
-    python -m gpufolio_projects.fused_kernels.tune [copy] [norm] [odd] [swiglu] [prof] [lce]
+    python -m gpufolio_projects.fused_kernels.tune [copy] [norm] [odd] [odd_compile] [swiglu] [prof] [lce]
 
 Each line is one setting and its median time (triton.testing.do_bench, L2 flushed), so the defaults in ops/
 are chosen from measurements on the H200 rather than guessed. ``prof`` times add+RMSNorm forward+backward the
@@ -9,6 +9,7 @@ way the harness does, with and without CUDA-graph replay, to separate kernel tim
 # ruff: noqa: B023  (each lambda is run by do_bench before the loop variable moves on)
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -56,47 +57,137 @@ def tune_norm(T: int = 32768, H: int = 4096) -> None:
               f"evict_first={evict:d} {_gbps(4 * T * H * e, ms)}", flush=True)
 
 
+ODD_WIDTHS = (4096, 4097, 5120, 8191, 8192)  # the split kernels take 4097 and 8191; the others are controls
+
+
+def _norm_calls(op: str, H: int, T: int):
+    """Inputs for one width; returns (fwd_bwd(fn), bytes of fwd, bytes of fwd+bwd) for add_rmsnorm or rmsnorm."""
+    x, r, dy, dr = (torch.randn(T, H, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(4))
+    w = torch.randn(H, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    act = T * H * x.element_size()
+    if op == "add_rmsnorm":
+        return (lambda fn: torch.autograd.grad(fn(x, r, w), (x, r, w), (dy, dr)),
+                lambda fn: fn(x, r, w), 4 * act, 8 * act)
+    return (lambda fn: torch.autograd.grad(fn(x, w), (x, w), dy), lambda fn: fn(x, w), 2 * act, 5 * act)
+
+
+def _ours(op: str, cfg):
+    """Our op through its autograd Function, with an explicit launch config for both passes."""
+    if op == "add_rmsnorm":
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, r, w):
+                y, s = arn.rmsnorm_forward(x, r, w, 1e-6, cfg)
+                ctx.save_for_backward(s, w)
+                return y, s
+
+            @staticmethod
+            def backward(ctx, dy, dr):
+                s, w = ctx.saved_tensors
+                ds, dw = arn.rmsnorm_backward(dy, dr, s, w, 1e-6, cfg)
+                return ds, ds, dw
+    else:
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x, w)
+                return arn.rmsnorm_forward(x, None, w, 1e-6, cfg)[0]
+
+            @staticmethod
+            def backward(ctx, dy):
+                x, w = ctx.saved_tensors
+                return arn.rmsnorm_backward(dy, None, x, w, 1e-6, cfg)
+
+    return F.apply
+
+
+def _odd_variants(H: int) -> dict:
+    """new = today's default (split kernels where H % 16 != 0); old = the plain kernels, as before the split;
+    new_bwd_w*2 = the split backward at twice the default warps (the plain kernels' rule)."""
+    new = arn.launch_config(H)
+    if not new.split:
+        return {"new": new}
+    return {"new": new, "new_bwd_w*2": dataclasses.replace(new, bwd_num_warps=min(32, 2 * new.bwd_num_warps)),
+            "old": arn.launch_config(H, split=False)}
+
+
+def _warm_gpu(seconds: float = 1.0) -> None:
+    """Clocks idle at 345 MHz and ramp under load: the first width measured would otherwise read low."""
+    a = torch.empty(2**28, device="cuda")
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        a.mul_(1.0)
+    torch.cuda.synchronize()
+
+
+def _bench_pair(train, infer, fn) -> tuple[float, float]:
+    with torch.no_grad():
+        fwd = do_bench(lambda: infer(fn), warmup=5, rep=30)
+    return fwd, do_bench(lambda: train(fn), warmup=5, rep=30)
+
+
 def tune_odd(T: int = 16384) -> None:
-    """add+RMSNorm and RMSNorm at odd widths against their power-of-two neighbours, defaults only."""
-    for H in (4096, 4097, 8191, 8192):
-        x, r, dy, dr = (torch.randn(T, H, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-        w = torch.randn(H, device="cuda", dtype=torch.bfloat16)
-        e = x.element_size()
-        for name, res, dres, n_fwd, n_bwd in (("add_rmsnorm", r, dr, 4, 4), ("rmsnorm", None, None, 2, 3)):
-            fwd = do_bench(lambda: arn.rmsnorm_forward(x, res, w, 1e-6), warmup=25, rep=100)
-            bwd = do_bench(lambda: arn.rmsnorm_backward(dy, dres, x, w, 1e-6), warmup=25, rep=100)
-            print(f"{name:11s} {T}x{H:5d} fwd {_gbps(n_fwd * T * H * e, fwd)} | bwd {_gbps(n_bwd * T * H * e, bwd)}",
-                  flush=True)
+    """add+RMSNorm and RMSNorm per width: our split kernels (new, and the backward at twice its warps) against
+    the plain ones (old), forward and forward+backward through autograd. 4096, 5120, 8192: controls (plain)."""
+    _warm_gpu()
+    for H in ODD_WIDTHS:
+        for op in ("add_rmsnorm", "rmsnorm"):
+            train, infer, fwd_bytes, all_bytes = _norm_calls(op, H, T)
+            for name, cfg in _odd_variants(H).items():
+                fwd, both = _bench_pair(train, infer, _ours(op, cfg))
+                print(f"odd {op:11s} {T}x{H:5d} {name:13s} fwd {_gbps(fwd_bytes, fwd)} | fwd_bwd "
+                      f"{_gbps(all_bytes, both)}", flush=True)
+        torch.cuda.empty_cache()
+
+
+def tune_odd_compile(T: int = 16384) -> None:
+    """RMSNorm at the odd widths (the bench's rmsnorm rows): ours (default config, the op the bench calls)
+    against torch.compile, forward and forward+backward, one compile per width and pass."""
+    from .ops.rmsnorm import rmsnorm
+
+    _warm_gpu()
+    for H in (4097, 8191):
+        train, infer, fwd_bytes, all_bytes = _norm_calls("rmsnorm", H, T)
+        for name, fn in (("fused", rmsnorm), ("torch_compile", baselines.compiled("rmsnorm"))):
+            fwd, both = _bench_pair(train, infer, fn)
+            print(f"odd rmsnorm     {T}x{H:5d} {name:13s} fwd {_gbps(fwd_bytes, fwd)} | fwd_bwd "
+                  f"{_gbps(all_bytes, both)}", flush=True)
 
 
 def tune_swiglu(T: int = 32768, N: int = 8192) -> None:
-    """Forward and backward apart, per launch setting; then ours against torch.compile's kernels, profiled."""
+    """Forward and backward apart per launch setting (elements per program, warps, evict-first loads), then
+    forward+backward through autograd: ours per setting against torch.compile, alternating, twice, so drift
+    between the two shows as disagreement between the rounds rather than as a margin."""
     g, u, dh = (torch.randn(T, N, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     e = g.element_size()
-    # (elements per program, warps); round 1 of session 2 also tried streaming stores and a persistent grid
-    for block, warps in ((2048, 8), (1024, 4), (4096, 8), (2048, 4), (8192, 16)):
-        tag = f"block={block:5d} warps={warps:2d}"
-        ms = do_bench(lambda: sw.swiglu_forward(g, u, block, warps), warmup=25, rep=150)
+    settings = ((2048, 8, False), (1024, 4, False), (2048, 8, True), (1024, 4, True), (4096, 16, False))
+    for block, warps, evict in settings:
+        tag = f"block={block:5d} warps={warps:2d} evict_first={evict:d}"
+        ms = do_bench(lambda: sw.swiglu_forward(g, u, block, warps, evict), warmup=10, rep=60)
         print(f"swiglu fwd {tag} {_gbps(3 * T * N * e, ms)}", flush=True)
-        ms = do_bench(lambda: sw.swiglu_backward(dh, g, u, block, warps), warmup=25, rep=150)
+        ms = do_bench(lambda: sw.swiglu_backward(dh, g, u, block, warps, evict), warmup=10, rep=60)
         print(f"swiglu bwd {tag} {_gbps(5 * T * N * e, ms)}", flush=True)
     gr, ur = (t.clone().requires_grad_() for t in (g, u))
-    ops = {"fused": sw.swiglu, "torch_compile": baselines.compiled("swiglu")}
-    for name, op in ops.items():
-        def call():
-            return torch.autograd.grad(op(gr, ur), (gr, ur), dh)
 
-        ms = do_bench(call, warmup=50, rep=300)
-        print(f"swiglu fwd_bwd {name:13s} {_gbps(8 * T * N * e, ms)}", flush=True)
-    from torch.profiler import ProfilerActivity, profile
+    def ours(block, warps, evict):
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.save_for_backward(a, b)
+                return sw.swiglu_forward(a, b, block, warps, evict)
 
-    for name, op in ops.items():
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(5):
-                torch.autograd.grad(op(gr, ur), (gr, ur), dh)
-            torch.cuda.synchronize()
-        print(f"--- profile swiglu fwd_bwd {name}", flush=True)
-        print(prof.key_averages().table(sort_by="self_device_time_total", row_limit=6), flush=True)
+            @staticmethod
+            def backward(ctx, d):
+                return sw.swiglu_backward(d, *ctx.saved_tensors, block, warps, evict)
+
+        return F.apply
+
+    ops = {f"fused {b}/{w}/{int(ev)}": ours(b, w, ev) for b, w, ev in settings[:4]}
+    ops["torch_compile"] = baselines.compiled("swiglu")
+    for rnd in (1, 2):
+        for name, op in ops.items():
+            ms = do_bench(lambda: torch.autograd.grad(op(gr, ur), (gr, ur), dh), warmup=20, rep=120)
+            print(f"swiglu fwd_bwd round {rnd} {name:18s} {_gbps(8 * T * N * e, ms)}", flush=True)
 
 
 def tune_prof(T: int = 32768, H: int = 4096) -> None:
@@ -212,7 +303,8 @@ def tune_lce(T: int = 8192, d: int = 4096, V: int = 128256) -> None:
 def main(argv: list[str]) -> None:
     todo = argv or ["copy", "norm", "odd", "swiglu", "prof", "lce"]
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
-    steps = {"copy": tune_copy, "norm": tune_norm, "odd": tune_odd, "swiglu": tune_swiglu, "prof": tune_prof, "lce": tune_lce}
+    steps = {"copy": tune_copy, "norm": tune_norm, "odd": tune_odd, "odd_compile": tune_odd_compile,
+             "swiglu": tune_swiglu, "prof": tune_prof, "lce": tune_lce}
     for name in todo:
         steps[name]()
 

@@ -27,7 +27,7 @@ class KernelChoice:
     so a profile can flip it (CUDA graphs must then be captured again)."""
 
     triton: bool = False  # fused Triton kernels (GPU; CPU under TRITON_INTERPRET) instead of PyTorch ops
-    skinny_max_m: int = 16  # with triton: linears of at most this many rows use the Triton skinny GEMM
+    skinny_max_m: int = 16  # with triton: linears of at most this many rows use the Triton GEMV (triton_gemv)
     # with triton: decode batches of at most 16 run fused_decode.decode_logits (norm, residual and SiLU·mul
     # folded into the GEMVs, six kernels per layer) instead of forward + compute_logits
     fused_decode: bool = True
@@ -36,8 +36,8 @@ class KernelChoice:
 
     def linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         if self.triton and 0 < x.shape[0] <= self.skinny_max_m:
-            from .triton_ops import skinny_linear
-            return skinny_linear(x, layer.weight)
+            from .triton_gemv import fused_linear
+            return fused_linear(x, layer.weight)
         return layer(x)
 
 

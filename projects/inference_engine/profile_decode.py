@@ -6,10 +6,13 @@
              decode path in decode_probe.KERNEL_PATHS; then wall ms per
              token of the bench's generate call, split into prefill, decode chunks and host time between them
     kernels  B=1: torch.profiler over graph replays of each path: kernels per step, summed kernel time
-    gemv     each decode weight shape at M=1: fused GEMV vs cuBLAS vs the skinny GEMM (GB/s, L2 defeated by
-             cycling through the 16 layers' weights), plus a few tile configs of the fused GEMV
+    gemv     the launch-config sweep of tune_gemv.py: each decode weight shape at M = 1, every candidate
+             config against cuBLAS doing the same work unfused; writes DIR/gemv_configs.json and installs it for
+             the stages after it (run it first)
+    prefill  one 32-token prefill (generate with max_tokens=1): wall times, then torch.profiler's CPU and CUDA
+             tables, to see where its milliseconds go
 
-    python -m gpufolio_projects.inference_engine.profile_decode --out DIR [--stages offline,step,kernels,gemv]
+    python -m gpufolio_projects.inference_engine.profile_decode --out DIR [--stages gemv,step,prefill,kernels,offline]
 (appends to DIR/ie_profile.txt)
 """
 from __future__ import annotations
@@ -17,12 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from contextlib import contextmanager
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--stages", default="offline,step,kernels,gemv")
+    ap.add_argument("--stages", default="gemv,step,prefill,kernels,offline")
     args = ap.parse_args()
     import torch
 
@@ -40,7 +44,7 @@ def main() -> None:
     t0 = time.perf_counter()
     eng = bench._engine({"model": "llama3.2-1b", "dtype": "bfloat16"}, dev)
     log(f"engine ready in {time.perf_counter() - t0:.1f}s")
-    prof = _Profiler(eng, log)
+    prof = _Profiler(eng, log, args.out)
     for stage in args.stages.split(","):
         t0 = time.perf_counter()
         try:
@@ -53,10 +57,10 @@ def main() -> None:
 
 
 class _Profiler:
-    def __init__(self, eng, log):
+    def __init__(self, eng, log, out_dir):
         import torch
 
-        self.torch, self.eng, self.log = torch, eng, log
+        self.torch, self.eng, self.log, self.out_dir = torch, eng, log, out_dir
         self.runner = eng.model_runner
         self.g = torch.Generator().manual_seed(0)
         self.weight_bytes = 2 * eng.config.model_config.num_params()
@@ -78,39 +82,49 @@ class _Profiler:
             log(f"B=1 {path:17s}: {ms:.3f} ms" + ("" if path == "prefill_ms" else
                 f" GPU per decode step = {self.weight_bytes / ms / 1e6:.0f} GB/s of weights"))
         # the bench's call: generate(32-token prompt, 128 new tokens), with the steps timed one by one
-        steps: list[tuple[bool, int, float]] = []
-        orig = self.runner.run
+        for k in (8, 32):
+            self._set_steps(k)
+            prompt = self._prompt(32)
+            self.eng.generate([prompt], self._sp(128))  # warm
+            self.eng.block_manager.reset_prefix_cache()  # as the bench does: no hit on its own earlier call
+            t0 = time.perf_counter()
+            self.eng.generate([prompt], self._sp(128))
+            torch.cuda.synchronize()
+            plain = time.perf_counter() - t0
+            self.eng.block_manager.reset_prefix_cache()
+            with self._timed_steps() as steps:
+                t0 = time.perf_counter()
+                self.eng.generate([prompt], self._sp(128))
+                wall = time.perf_counter() - t0
+            pre = sum(s[3] for s in steps if s[0])
+            dec = sum(s[3] for s in steps if not s[0])
+            n_chunks = sum(1 for s in steps if not s[0])
+            log(f"generate 32+128, k={k}: wall {plain * 1e3:.1f} ms = {plain / 128 * 1e3:.3f} ms/token "
+                f"({128 / plain:.0f} tok/s); instrumented: prefill {pre * 1e3:.2f} ms, {n_chunks} decode chunks "
+                f"{dec * 1e3:.1f} ms ({dec / 127 * 1e3:.3f} ms/token incl. per-chunk host prep), engine host "
+                f"outside run() {(wall - pre - dec) * 1e3:.1f} ms")
+        self._set_steps(8)
+
+    @contextmanager
+    def _timed_steps(self):
+        """Within the block, every ModelRunner.run is synchronised and timed: yields the list it fills with
+        (is_prefill, sequences, tokens, seconds)."""
+        torch, runner, steps = self.torch, self.runner, []
+        orig = runner.run
 
         def timed(batch):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             out = orig(batch)
             torch.cuda.synchronize()
-            steps.append((batch.is_prefill, batch.num_steps, time.perf_counter() - t0))
+            steps.append((batch.is_prefill, len(batch.seqs), batch.total_tokens, time.perf_counter() - t0))
             return out
 
-        for k in (8, 32):
-            self._set_steps(k)
-            prompt = self._prompt(32)
-            self.eng.generate([prompt], self._sp(128))  # warm
-            t0 = time.perf_counter()
-            self.eng.generate([prompt], self._sp(128))
-            torch.cuda.synchronize()
-            plain = time.perf_counter() - t0
-            self.runner.run = timed
-            steps.clear()
-            t0 = time.perf_counter()
-            self.eng.generate([prompt], self._sp(128))
-            wall = time.perf_counter() - t0
-            self.runner.run = orig
-            pre = sum(t for p, _, t in steps if p)
-            dec = sum(t for p, _, t in steps if not p)
-            n_chunks = sum(1 for p, _, _ in steps if not p)
-            log(f"generate 32+128, k={k}: wall {plain * 1e3:.1f} ms = {plain / 128 * 1e3:.3f} ms/token "
-                f"({128 / plain:.0f} tok/s); instrumented: prefill {pre * 1e3:.2f} ms, {n_chunks} decode chunks "
-                f"{dec * 1e3:.1f} ms ({dec / 127 * 1e3:.3f} ms/token incl. per-chunk host prep), engine host "
-                f"outside run() {(wall - pre - dec) * 1e3:.1f} ms")
-        self._set_steps(8)
+        runner.run = timed
+        try:
+            yield steps
+        finally:
+            runner.run = orig
 
     def _set_steps(self, k: int) -> None:
         self.eng.scheduler.config.num_decode_steps = k
@@ -145,88 +159,59 @@ class _Profiler:
             del graph
 
     def gemv(self) -> None:
+        from .tune_gemv import sweep
+
+        sweep(self.torch, self.runner.model, self.log, os.path.join(self.out_dir, "gemv_configs.json"))
+        # the engine's graphs hold the old configs' launches: drop them all and let run_decode capture again,
+        # into a fresh pool (capturing into a pool whose graphs were freed trips the caching allocator)
+        self.runner.graphs.clear()
+        self.runner.graph_pool = self.torch.cuda.graph_pool_handle()
+
+    def prefill(self) -> None:
         torch, log = self.torch, self.log
-        import torch.nn.functional as F
+        from torch.profiler import ProfilerActivity, profile
 
-        from .triton_gemv import fused_linear
-        from .triton_ops import skinny_linear
+        prompt = self._prompt(32)
 
-        model = self.runner.model
-        layers = model.layers
-        shapes = {
-            "qkv (norm)": ([ly.self_attn.qkv_proj.weight for ly in layers], dict(norm=True)),
-            "o (residual)": ([ly.self_attn.o_proj.weight for ly in layers], dict(residual=True)),
-            "gate_up (norm+silu)": ([ly.mlp.gate_up_proj.weight for ly in layers], dict(norm=True, silu=True)),
-            "down (residual)": ([ly.mlp.down_proj.weight for ly in layers], dict(residual=True)),
-            "lm_head (norm, fp32)": ([model.lm_head.weight], dict(norm=True, fp32=True)),
-        }
-        configs = {"default": None, "reduce": dict(USE_DOT=False, BLOCK_N=16, BLOCK_K=256),
-                   "bn32": dict(BLOCK_N=32)}
+        def once():
+            self.eng.block_manager.reset_prefix_cache()
+            self.eng.generate([prompt], self._sp(1))
 
-        def timeit(fn, ws, reps=3):
-            for w in ws:
-                fn(w)
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(reps):
-                for w in ws:
-                    fn(w)
-            b.record()
+        once()
+        walls = []
+        for _ in range(5):
             torch.cuda.synchronize()
-            return a.elapsed_time(b) * 1e3 / (reps * len(ws))  # µs per call
-
-        nw = model.norm.weight
-        for name, (ws, mode) in shapes.items():
-            N, K = ws[0].shape
-            x = torch.randn(1, K, device="cuda", dtype=ws[0].dtype)
-            n_out = N // 2 if mode.get("silu") else N
-            res = torch.randn(1, n_out, device="cuda", dtype=ws[0].dtype)
-            mb = ws[0].numel() * 2 / 1e6
-            row = []
-            for cname, cfg in configs.items():
-                def f(w, cfg=cfg):
-                    return fused_linear(x, w, norm_weight=nw if mode.get("norm") else None,
-                                        residual=res if mode.get("residual") else None, silu_mul=mode.get("silu", False),
-                                        out_dtype=torch.float32 if mode.get("fp32") else None, config=cfg)
-                try:
-                    us = timeit(f, ws)
-                    row.append(f"{cname} {us:.1f}us {mb / us * 1e3:.0f}GB/s")
-                except Exception as e:  # noqa: BLE001 — a config that does not compile is a result too
-                    row.append(f"{cname} failed ({type(e).__name__})")
-            us_cublas = timeit(lambda w: F.linear(x, w), ws)
-            us_skinny = timeit(lambda w: skinny_linear(x, w), ws)
-            log(f"{name:22s} [{N}x{K}, {mb:.1f} MB]: cuBLAS {us_cublas:.1f}us {mb / us_cublas * 1e3:.0f}GB/s; "
-                f"skinny {us_skinny:.1f}us {mb / us_skinny * 1e3:.0f}GB/s; fused: " + "; ".join(row))
+            t0 = time.perf_counter()
+            once()
+            torch.cuda.synchronize()
+            walls.append((time.perf_counter() - t0) * 1e3)
+        with self._timed_steps() as steps:
+            once()
+        log(f"prefill 32 tokens via generate(max_tokens=1): wall {sorted(walls)[2]:.2f} ms median of 5 "
+            f"({', '.join(f'{w:.1f}' for w in walls)}); ModelRunner.run alone {steps[0][3] * 1e3:.2f} ms")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+            once()
+            torch.cuda.synchronize()
+        log(p.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=70))
+        log(p.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=70))
 
     def offline(self) -> None:
-        torch, log = self.torch, self.log
+        log = self.log
         from . import bench
 
         in_lens, out_lens = bench._workload(dict(num_requests=256, min_len=100, max_len=1024, output_cap=256,
                                                  seed=0))
         ps = [self._prompt(n) for n in in_lens]
-        steps = []
-        orig = self.runner.run
-
-        def timed(batch):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out = orig(batch)
-            torch.cuda.synchronize()
-            steps.append((batch.is_prefill, len(batch.seqs), batch.total_tokens, time.perf_counter() - t0))
-            return out
 
         pa = self.runner.model.prefill_attention
         self.eng.generate(ps[:48], [self._sp(n) for n in out_lens[:48]])  # compiles the prefill kernels
         for varlen in (True, False):
             pa.varlen = varlen
-            steps.clear()
             self.eng.block_manager.reset_prefix_cache()
-            self.runner.run = timed
-            t0 = time.perf_counter()
-            self.eng.generate(ps, [self._sp(n) for n in out_lens])
-            wall = time.perf_counter() - t0
-            self.runner.run = orig
+            with self._timed_steps() as steps:
+                t0 = time.perf_counter()
+                self.eng.generate(ps, [self._sp(n) for n in out_lens])
+                wall = time.perf_counter() - t0
             pre = [s for s in steps if s[0]]
             dec = [s for s in steps if not s[0]]
             log(f"offline 256 req (cap 256), prefill attention {pa.backend}: wall {wall:.2f} s; prefill {len(pre)} "

@@ -5,9 +5,9 @@ unfused elementwise op (an RMSNorm is ~9 PyTorch kernels, RoPE ~18) costs a laun
     rope_store(qkv, positions, cos_sin, slots, k_cache, v_cache) -> q rotated     one program per (token, head);
                                    K rotated and V written into the paged cache at ``slots``
     silu_mul(gate_up)              -> silu(gate) * up                               one program per (token, tile)
-    skinny_linear(x, w)            -> x @ w.T for at most 16 rows (decode GEMVs)   one program per 16-64 rows of w
 
-Each rounds where the PyTorch path (model.py) rounds, so the two paths differ only by summation order.
+Each rounds where the PyTorch path (model.py) rounds, so the two paths differ only by summation order. The
+decode GEMVs live in triton_gemv.py.
 """
 from __future__ import annotations
 
@@ -117,56 +117,4 @@ def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
     y = torch.empty(T, N, dtype=gate_up.dtype, device=gate_up.device)
     BLOCK = 1024
     _silu_mul_kernel[(T, triton.cdiv(N, BLOCK))](gate_up, y, N, BLOCK=BLOCK, num_warps=4)
-    return y
-
-
-@triton.jit
-def _skinny_gemm_kernel(x_ptr, w_ptr, y_ptr, M, N, K, stride_xm, stride_wn, stride_ym,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                        EVEN_K: tl.constexpr, PRECISION: tl.constexpr):
-    # y[M, N] = x[M, K] @ w[N, K]^T for M <= BLOCK_M (16): decode's GEMVs. Each program streams BLOCK_N rows
-    # of w — the bytes that matter — and pads x to 16 rows for tl.dot.
-    pid = tl.program_id(0)
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
-    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :]
-    w_ptrs = w_ptr + offs_n[:, None].to(tl.int64) * stride_wn + offs_k[None, :]
-    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        if EVEN_K:
-            x = tl.load(x_ptrs, mask=mask_m[:, None], other=0.0)
-            w = tl.load(w_ptrs, mask=mask_n[:, None], other=0.0)
-        else:
-            mask_k = (k0 + offs_k) < K
-            x = tl.load(x_ptrs, mask=mask_m[:, None] & mask_k[None, :], other=0.0)
-            w = tl.load(w_ptrs, mask=mask_n[:, None] & mask_k[None, :], other=0.0)
-        acc += tl.dot(x, tl.trans(w), input_precision=PRECISION)
-        x_ptrs += BLOCK_K
-        w_ptrs += BLOCK_K
-    y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :]
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
-
-
-SKINNY_MAX_M = 16
-
-
-def skinny_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """x: [M, K] (M <= 16), weight: [N, K] -> [M, N]. Tile sizes keep >= ~2 programs per SM on an H200 for
-    N >= 2048 (16 rows of 2048-8192 elements each) while the 128k-row LM head uses 64-row tiles."""
-    M, K = x.shape
-    N = weight.shape[0]
-    if M > SKINNY_MAX_M:
-        raise ValueError(f"skinny_linear takes at most {SKINNY_MAX_M} rows, got {M}")
-    if x.stride(-1) != 1 or weight.stride(-1) != 1:
-        raise ValueError("x and weight need a contiguous last dimension")
-    block_n = 16 if N <= 4096 else 32 if N <= 16384 else 64
-    block_k = min(256, triton.next_power_of_2(K))
-    y = torch.empty(M, N, dtype=x.dtype, device=x.device)
-    _skinny_gemm_kernel[(triton.cdiv(N, block_n),)](
-        x, weight, y, M, N, K, x.stride(0), weight.stride(0), y.stride(0),
-        BLOCK_M=SKINNY_MAX_M, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=K % block_k == 0,
-        PRECISION="ieee" if x.dtype == torch.float32 else "tf32", num_warps=4, num_stages=4)
     return y

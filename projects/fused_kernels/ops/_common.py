@@ -14,3 +14,16 @@ def _load(ptrs, mask, EVICT_FIRST: tl.constexpr):
     else:
         v = tl.load(ptrs, mask=mask, other=0.0)
     return v
+
+
+@triton.jit
+def _store(ptrs, v, mask):
+    """Store in the pointer's dtype (the kernels compute in fp32 and store in the activations' dtype)."""
+    tl.store(ptrs, v.to(ptrs.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rms_grad(n, wdy, rstd, c):
+    """ds for one part of a row: y = w * n, n = s * rstd gives ds = rstd * (w*dy - n * c), c = mean(n * w*dy)
+    over the whole row (so a row split into parts shares rstd and c)."""
+    return rstd * (wdy - n * c)

@@ -14,6 +14,8 @@ tensor to keep alive between forward and backward, and no extra pass.
 
 Layout: rows are [T, H] contiguous; a program holds ROWS x BLOCK_N elements in registers (BLOCK_N =
 next_pow2(H), masked for odd widths). Small H packs several rows per program so each still moves enough bytes.
+Widths that are not a multiple of 16 elements run the kernels of rmsnorm_split.py instead (same math, each row
+split so that its body moves as 16-byte vectors): ``LaunchConfig.split``.
 """
 from __future__ import annotations
 
@@ -24,7 +26,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import _load
+from . import _rows
+from ._common import _load, _rms_grad
+from .rmsnorm_split import _rmsnorm_bwd_split_kernel, _rmsnorm_fwd_split_kernel
 
 MAX_BLOCK_N = 65536  # beyond this a row no longer fits in one program's registers: refuse rather than spill
 
@@ -92,7 +96,7 @@ def _rmsnorm_bwd_kernel(dy_ptr, dr_out_ptr, s_ptr, w_ptr, ds_ptr, dw_part_ptr, n
         n = s * rstd
         wdy = w * dy
         c = tl.sum(n * wdy, axis=1)[:, None] / n_cols
-        ds = rstd * (wdy - n * c)
+        ds = _rms_grad(n, wdy, rstd, c)
         if HAS_DRES:
             ds += dr
         tl.store(ds_ptr + offs, ds.to(ds_ptr.dtype.element_ty), mask=mask)
@@ -112,6 +116,7 @@ class LaunchConfig:
     bwd_stages: int = 1  # software-pipelining depth of the backward's row loop (Triton num_stages)
     bwd_prefetch: bool = True  # load row tile t+1 before computing tile t (register double-buffering)
     evict_first: bool = False  # L1/L2 evict-first hints on the streamed loads
+    split: bool = False  # rows as head / 16-byte-aligned body / tail (rmsnorm_split.py); block_n is the body's
 
     def __post_init__(self) -> None:
         if self.block_n > MAX_BLOCK_N:
@@ -121,17 +126,25 @@ class LaunchConfig:
 
 
 @lru_cache(maxsize=64)  # per call this is Python overhead on the launch path: compute once per width
-def launch_config(n_cols: int) -> LaunchConfig:
+def launch_config(n_cols: int, elem_size: int = 2, split: bool | None = None) -> LaunchConfig:
     """BLOCK_N = next_pow2(H); forward warps grow with the row (4 up to 2048 wide, 8 at 4096, 16 from 8192) so
     each thread holds 8-16 elements; small rows are packed so a program moves at least ~4096 elements. The
     backward keeps three rows and a dweight accumulator live, so it runs twice the warps (8 elements per thread
     at 4096), one program per SM, and double-buffers its rows in registers: round 1's sweep on the H200 put
     that at 3.43 TB/s against 3.25 for 8 warps x 2 per SM without prefetch and 2.17 for one program per SM
-    without it (a persistent program that waits for each row before computing it starves HBM)."""
-    block_n = triton.next_power_of_2(n_cols)
+    without it (a persistent program that waits for each row before computing it starves HBM).
+
+    Widths not a multiple of 16 elements (where Triton cannot prove the plain kernel's rows 16-byte aligned)
+    take the split kernels, sized to the row's aligned body: 4096 lanes at H = 4097, not 8192 (``split``
+    forces either kernel, for the sweeps). The split backward runs as many warps as the forward, not twice:
+    on the H200 (tune_odd, this session) half the warps ran its forward+backward at 8191 at 2.47 against
+    1.52 TB/s (add+RMSNorm; 2.11 against 1.45 for RMSNorm)."""
+    split = n_cols % 16 != 0 if split is None else split
+    block_n = _rows.body_block(n_cols, _rows.vec_elems(elem_size)) if split else triton.next_power_of_2(n_cols)
     num_warps = 4 if block_n <= 2048 else 8 if block_n <= 4096 else 16
     rows = max(1, min(16, 4096 // block_n))
-    return LaunchConfig(block_n=block_n, rows=rows, num_warps=num_warps, bwd_num_warps=min(32, 2 * num_warps))
+    bwd_num_warps = num_warps if split else min(32, 2 * num_warps)
+    return LaunchConfig(block_n=block_n, rows=rows, num_warps=num_warps, bwd_num_warps=bwd_num_warps, split=split)
 
 
 @lru_cache(maxsize=16)
@@ -139,6 +152,13 @@ def _sm_count(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 4  # interpreter: a few programs, so the partial-sum reduction is still exercised
+
+
+def _check_block(cfg: LaunchConfig, n_cols: int, vec: int) -> None:
+    """A config made for another width or dtype could leave columns outside the block: refuse it."""
+    need = n_cols // vec * vec if cfg.split else n_cols
+    if cfg.block_n < need:
+        raise ValueError(f"block_n={cfg.block_n} < {need} columns per row (split={cfg.split}, {vec} per vector)")
 
 
 def _as_rows(t: torch.Tensor, n_cols: int) -> torch.Tensor:
@@ -156,7 +176,7 @@ def rmsnorm_forward(x: torch.Tensor, residual: torch.Tensor | None, weight: torc
     x2 = _as_rows(x, n_cols)
     weight = weight.contiguous()
     n_rows = x2.shape[0]
-    cfg = cfg or launch_config(n_cols)
+    cfg = cfg or launch_config(n_cols, x.element_size())
     y = torch.empty_like(x2)
     if residual is not None:
         if residual.shape != shape:
@@ -165,7 +185,16 @@ def rmsnorm_forward(x: torch.Tensor, residual: torch.Tensor | None, weight: torc
         r_out = torch.empty_like(x2)
     else:
         r2 = r_out = x2  # unused: HAS_RESIDUAL=False compiles the loads and stores away
-    if n_rows:
+    vec = _rows.vec_elems(x.element_size())
+    _check_block(cfg, n_cols, vec)
+    if n_rows and cfg.split:
+        P = _rows.n_phases(n_cols, vec)
+        grid = (P * triton.cdiv(triton.cdiv(n_rows, P), cfg.rows),)  # P phases x their row tiles
+        _rmsnorm_fwd_split_kernel[grid](x2, r2, weight, y, r_out, n_rows, n_cols, eps, P,
+                                        HAS_RESIDUAL=residual is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n,
+                                        VEC=vec, EDGE=_rows.edge_lanes(cfg.num_warps, cfg.rows, vec),
+                                        EVICT_FIRST=cfg.evict_first, num_warps=cfg.num_warps)
+    elif n_rows:
         grid = (triton.cdiv(n_rows, cfg.rows),)
         _rmsnorm_fwd_kernel[grid](x2, r2, weight, y, r_out, n_rows, n_cols, eps, HAS_RESIDUAL=residual is not None,
                                   ROWS=cfg.rows, BLOCK_N=cfg.block_n, EVICT_FIRST=cfg.evict_first,
@@ -187,14 +216,26 @@ def rmsnorm_backward(dy: torch.Tensor, dres_out: torch.Tensor | None, s: torch.T
     dr2 = _as_rows(dres_out, n_cols) if dres_out is not None else dy2
     weight = weight.contiguous()
     n_rows = s2.shape[0]
-    cfg = cfg or launch_config(n_cols)
+    cfg = cfg or launch_config(n_cols, s.element_size())
     ds = torch.empty_like(s2)
-    n_tiles = triton.cdiv(n_rows, cfg.rows)
-    n_progs = max(1, min(n_tiles, _sm_count(s.device) * cfg.bwd_progs_per_sm))
-    tiles_per_prog = triton.cdiv(n_tiles, n_progs)
-    n_progs = triton.cdiv(n_tiles, tiles_per_prog) if n_tiles else 1  # no program with an empty range
+    vec = _rows.vec_elems(s.element_size())
+    _check_block(cfg, n_cols, vec)
+    P = _rows.n_phases(n_cols, vec) if cfg.split else 1
+    # Each of the P phases gets the same number of programs, each a contiguous run of that phase's row tiles.
+    n_tiles = triton.cdiv(triton.cdiv(n_rows, P), cfg.rows)  # phase 0's: the most of any phase
+    per_phase = max(1, min(n_tiles, _sm_count(s.device) * cfg.bwd_progs_per_sm // P))
+    tiles_per_prog = triton.cdiv(n_tiles, per_phase)
+    n_progs = P * (triton.cdiv(n_tiles, tiles_per_prog) if n_tiles else 1)  # no program with an empty range
     dw_part = torch.empty((n_progs, n_cols), dtype=torch.float32, device=s.device)
-    if n_rows:
+    if n_rows and cfg.split:
+        _rmsnorm_bwd_split_kernel[(n_progs,)](dy2, dr2, s2, weight, ds, dw_part, n_rows, n_cols, eps, P,
+                                              tiles_per_prog, HAS_DRES=dres_out is not None, ROWS=cfg.rows,
+                                              BLOCK_N=cfg.block_n, VEC=vec,
+                                              EDGE=_rows.edge_lanes(cfg.bwd_num_warps, cfg.rows, vec),
+                                              PREFETCH=cfg.bwd_prefetch,
+                                              EVICT_FIRST=cfg.evict_first, num_warps=cfg.bwd_num_warps,
+                                              num_stages=cfg.bwd_stages)
+    elif n_rows:
         _rmsnorm_bwd_kernel[(n_progs,)](dy2, dr2, s2, weight, ds, dw_part, n_rows, n_cols, eps, tiles_per_prog,
                                         HAS_DRES=dres_out is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n,
                                         PREFETCH=cfg.bwd_prefetch, EVICT_FIRST=cfg.evict_first,

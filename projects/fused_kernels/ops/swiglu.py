@@ -37,45 +37,43 @@ def _offsets(BLOCK: tl.constexpr, INT64: tl.constexpr):
 
 
 @triton.jit
+def _load_block(ptr, offs, numel, EVEN: tl.constexpr, EVICTION: tl.constexpr):
+    """One block as fp32; EVEN: no bounds mask (numel is a multiple of BLOCK). EVICTION: the cache hint, ""
+    (none) by default, "evict_first" as a sweep option (every element is read once)."""
+    if EVEN:
+        v = tl.load(ptr + offs, eviction_policy=EVICTION)
+    else:
+        v = tl.load(ptr + offs, mask=offs < numel, other=0.0, eviction_policy=EVICTION)
+    return v.to(tl.float32)
+
+
+@triton.jit
+def _store_block(ptr, offs, v, numel, EVEN: tl.constexpr):
+    if EVEN:
+        tl.store(ptr + offs, v.to(ptr.dtype.element_ty))
+    else:
+        tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=offs < numel)
+
+
+@triton.jit
 def _swiglu_fwd_kernel(g_ptr, u_ptr, h_ptr, numel, BLOCK: tl.constexpr, EVEN: tl.constexpr,
-                       INT64: tl.constexpr):
+                       INT64: tl.constexpr, EVICTION: tl.constexpr):
     offs = _offsets(BLOCK, INT64)
-    if EVEN:
-        g = tl.load(g_ptr + offs).to(tl.float32)
-        u = tl.load(u_ptr + offs).to(tl.float32)
-    else:
-        mask = offs < numel
-        g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        u = tl.load(u_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    h = (g * tl.sigmoid(g) * u).to(h_ptr.dtype.element_ty)
-    if EVEN:
-        tl.store(h_ptr + offs, h)
-    else:
-        tl.store(h_ptr + offs, h, mask=mask)
+    g = _load_block(g_ptr, offs, numel, EVEN, EVICTION)
+    u = _load_block(u_ptr, offs, numel, EVEN, EVICTION)
+    _store_block(h_ptr, offs, g * tl.sigmoid(g) * u, numel, EVEN)
 
 
 @triton.jit
 def _swiglu_bwd_kernel(dh_ptr, g_ptr, u_ptr, dg_ptr, du_ptr, numel, BLOCK: tl.constexpr, EVEN: tl.constexpr,
-                       INT64: tl.constexpr):
+                       INT64: tl.constexpr, EVICTION: tl.constexpr):
     offs = _offsets(BLOCK, INT64)
-    if EVEN:
-        dh = tl.load(dh_ptr + offs).to(tl.float32)
-        g = tl.load(g_ptr + offs).to(tl.float32)
-        u = tl.load(u_ptr + offs).to(tl.float32)
-    else:
-        mask = offs < numel
-        dh = tl.load(dh_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        g = tl.load(g_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        u = tl.load(u_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    dh = _load_block(dh_ptr, offs, numel, EVEN, EVICTION)
+    g = _load_block(g_ptr, offs, numel, EVEN, EVICTION)
+    u = _load_block(u_ptr, offs, numel, EVEN, EVICTION)
     sig = tl.sigmoid(g)
-    du = (dh * g * sig).to(du_ptr.dtype.element_ty)
-    dg = (dh * u * sig * (1.0 + g * (1.0 - sig))).to(dg_ptr.dtype.element_ty)
-    if EVEN:
-        tl.store(du_ptr + offs, du)
-        tl.store(dg_ptr + offs, dg)
-    else:
-        tl.store(du_ptr + offs, du, mask=mask)
-        tl.store(dg_ptr + offs, dg, mask=mask)
+    _store_block(du_ptr, offs, dh * g * sig, numel, EVEN)
+    _store_block(dg_ptr, offs, dh * u * sig * (1.0 + g * (1.0 - sig)), numel, EVEN)
 
 
 def _flat(*ts: torch.Tensor) -> list[torch.Tensor]:
@@ -86,28 +84,29 @@ def _flat(*ts: torch.Tensor) -> list[torch.Tensor]:
     return [t.contiguous().view(-1) for t in ts]
 
 
-def _launch(numel: int, block: int) -> tuple[tuple[int], dict]:
+def _launch(numel: int, block: int, evict_first: bool = False) -> tuple[tuple[int], dict]:
     """Grid and specialisations: EVEN when no program runs past the end, INT64 only when offsets need it."""
     n_blocks = triton.cdiv(numel, block)
-    return (n_blocks,), {"BLOCK": block, "EVEN": numel % block == 0, "INT64": n_blocks * block > INT32_MAX}
+    return (n_blocks,), {"BLOCK": block, "EVEN": numel % block == 0, "INT64": n_blocks * block > INT32_MAX,
+                         "EVICTION": "evict_first" if evict_first else ""}
 
 
-def swiglu_forward(gate: torch.Tensor, up: torch.Tensor, block: int = BLOCK,
-                   num_warps: int = NUM_WARPS) -> torch.Tensor:
+def swiglu_forward(gate: torch.Tensor, up: torch.Tensor, block: int = BLOCK, num_warps: int = NUM_WARPS,
+                   evict_first: bool = False) -> torch.Tensor:
     g, u = _flat(gate, up)
     h = torch.empty_like(g)
     if g.numel():
-        grid, spec = _launch(g.numel(), block)
+        grid, spec = _launch(g.numel(), block, evict_first)
         _swiglu_fwd_kernel[grid](g, u, h, g.numel(), num_warps=num_warps, **spec)
     return h.view(gate.shape)
 
 
 def swiglu_backward(dh: torch.Tensor, gate: torch.Tensor, up: torch.Tensor, block: int = BLOCK,
-                    num_warps: int = NUM_WARPS):
+                    num_warps: int = NUM_WARPS, evict_first: bool = False):
     dh_, g, u = _flat(dh, gate, up)
     dg, du = torch.empty_like(g), torch.empty_like(u)
     if g.numel():
-        grid, spec = _launch(g.numel(), block)
+        grid, spec = _launch(g.numel(), block, evict_first)
         _swiglu_bwd_kernel[grid](dh_, g, u, dg, du, g.numel(), num_warps=num_warps, **spec)
     return dg.view(gate.shape), du.view(up.shape)
 

@@ -8,7 +8,7 @@ import torch
 from gpufolio_projects.inference_engine.attention import paged_decode_reference
 from gpufolio_projects.inference_engine.config import ModelConfig
 from gpufolio_projects.inference_engine.model import RMSNorm, RotaryEmbedding
-from gpufolio_projects.inference_engine.triton_ops import add_rmsnorm, rope_store, silu_mul, skinny_linear
+from gpufolio_projects.inference_engine.triton_ops import add_rmsnorm, rope_store, silu_mul
 from gpufolio_projects.inference_engine.triton_paged_attention import paged_decode_triton
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
@@ -89,16 +89,6 @@ def test_silu_mul_matches_torch(dtype):
     gate, up = x.chunk(2, dim=-1)
     ref = torch.nn.functional.silu(gate) * up
     torch.testing.assert_close(silu_mul(x).float(), ref.float(), **TOL[dtype])
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("M,N,K", [(1, 40, 64), (3, 17, 300), (16, 33, 512)])  # ragged N, K not a tile multiple
-def test_skinny_linear_matches_matmul(dtype, M, N, K):
-    g = torch.Generator().manual_seed(4)
-    x = torch.randn(M, K, generator=g).to(dtype)
-    w = torch.randn(N, K, generator=g).to(dtype) / K ** 0.5
-    ref = (x.float() @ w.float().T)
-    torch.testing.assert_close(skinny_linear(x, w).float(), ref, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
