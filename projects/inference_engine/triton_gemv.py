@@ -46,10 +46,12 @@ def _normalize(x, rstd, norm_w_ptr, kk, kmask):
 @triton.jit
 def _tile_product(x, w, USE_DOT: tl.constexpr, PRECISION: tl.constexpr):
     """[BLOCK_M, BLOCK_K] x [BLOCK_N, BLOCK_K] -> [BLOCK_M, BLOCK_N] fp32 partial sums."""
+    # one return statement: Triton cannot inline a helper that returns early inside the caller's K loop
     if USE_DOT:
-        return tl.dot(x, tl.trans(w), input_precision=PRECISION)
-    # BLOCK_M = 1: elementwise on CUDA cores, one reduction along K
-    return tl.reshape(tl.sum(w.to(tl.float32) * x.to(tl.float32), axis=1), [1, w.shape[0]])
+        out = tl.dot(x, tl.trans(w), input_precision=PRECISION)
+    else:  # BLOCK_M = 1: elementwise on CUDA cores, one reduction along K
+        out = tl.reshape(tl.sum(w.to(tl.float32) * x.to(tl.float32), axis=1), [1, w.shape[0]])
+    return out
 
 
 @triton.jit
