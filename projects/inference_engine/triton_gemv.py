@@ -176,6 +176,8 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, *, norm_weight: torch.Te
         y = torch.empty(M, n_out, dtype=out_dtype or x.dtype, device=x.device)
     cfg = dict(gemv_config(n_out, K, M, silu_mul), **(config or {}))
     block_n, block_k, use_dot = cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K"), cfg.pop("USE_DOT")
+    if use_dot and block_n < 16:
+        raise ValueError("the tl.dot path needs BLOCK_N >= 16")
     if not use_dot and M > 1:
         raise ValueError("USE_DOT=False (CUDA-core products) takes one row; M > 1 needs the tl.dot path")
     _fused_gemv_kernel[(triton.cdiv(n_out, block_n),)](
