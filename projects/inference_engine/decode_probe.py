@@ -20,8 +20,9 @@ from .sequence import Status
 
 # name -> KernelChoice fields; "fused" is the engine's default at batch <= 16
 KERNEL_PATHS = {
-    "fused": dict(fused_decode=True, rope_in_attention=True, skinny_max_m=16),
-    "fused_rope_store": dict(fused_decode=True, rope_in_attention=False, skinny_max_m=16),
+    "fused": dict(fused_decode=True, rope_in_attention=True, skinny_max_m=16, pdl=True),
+    "fused_no_pdl": dict(fused_decode=True, rope_in_attention=True, skinny_max_m=16, pdl=False),
+    "fused_rope_store": dict(fused_decode=True, rope_in_attention=False, skinny_max_m=16, pdl=True),
     "unfused_triton": dict(fused_decode=False, rope_in_attention=True, skinny_max_m=16),
     "unfused_cublas": dict(fused_decode=False, rope_in_attention=True, skinny_max_m=0),
 }

@@ -33,6 +33,9 @@ class KernelChoice:
     fused_decode: bool = True
     # in the fused decode step: RoPE and the K/V store inside the attention kernel (head_dim >= 32)
     rope_in_attention: bool = True
+    # in the fused decode step: each kernel launched as a programmatic dependent of the one before (pdl.py),
+    # so it streams its weights while that one finishes (sm_90+, where Triton supports it)
+    pdl: bool = True
 
     def linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         if self.triton and 0 < x.shape[0] <= self.skinny_max_m:

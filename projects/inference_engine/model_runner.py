@@ -8,6 +8,11 @@ Decode runs in CUDA graphs captured per batch-size bucket (a batch is padded up 
 a whole step in place — slot mapping from positions and block tables, forward, sampling, then
 ``input_ids <- sampled``, ``positions += 1``, ``context_lens += 1`` — so replaying it k times runs k decode
 steps with no host work in between (multi-step decode) and one sync at the end.
+
+A short prefill of one fresh sequence (no cached prefix, the whole prompt in one step — a lone request, the
+batch-1 case) also runs as a CUDA graph, captured per token bucket (``PREFILL_GRAPH_BUCKETS``): eagerly its ~150
+launches cost ~6 ms of host time for ~1 ms of GPU work. The prompt is padded at the end (token 0, the scratch
+block's slots); causal attention keeps the padding out of every real token's output.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from .sequence import Sequence
 
 FUSED_DECODE_MAX_BATCH = 16  # triton_gemv.MAX_M: the fused GEMVs pad the batch to 16 rows
 GRAPH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
+PREFILL_GRAPH_BUCKETS = (32, 64, 128, 256, 512)  # tokens; longer prompts are GPU-bound, eager costs them little
 
 
 class ModelRunner:
@@ -56,6 +62,16 @@ class ModelRunner:
             self.graph_pool = torch.cuda.graph_pool_handle()
             for b in reversed(self.graph_buckets):  # largest first: the smaller ones reuse its memory
                 self._capture(b, greedy_only=True)
+        # prefill graphs, captured on first use: bucket -> (graph, the logits it writes, the tensors it reads
+        # that nothing else holds); a pool of their own
+        self.prefill_buckets = [b for b in PREFILL_GRAPH_BUCKETS
+                                if b <= min(config.max_model_len, config.scheduler.max_num_batched_tokens)]
+        self.prefill_graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor, tuple]] = {}
+        self.prefill_graph_error: Optional[str] = None  # why prefill graphs were switched off, if they were
+        if self.use_graphs and self.prefill_buckets:
+            self.prefill_pool = torch.cuda.graph_pool_handle()
+            # [ids | slots | last]: one host-to-device copy per call; positions are always 0 .. T-1
+            self.prefill_io = torch.zeros(2 * self.prefill_buckets[-1] + 1, dtype=torch.int64, device=self.device)
 
     # -- setup --------------------------------------------------------------------------------------------
     @torch.no_grad()
@@ -221,6 +237,28 @@ class ModelRunner:
     # -- prefill --------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def run_prefill(self, seqs: list[Sequence], num_tokens: list[int]) -> list[list[int]]:
+        bucket = self._prefill_bucket(seqs, num_tokens)
+        if bucket is not None:
+            done, logits = [0], self._graphed_prefill_logits(seqs[0], bucket)
+        else:
+            done, logits = self._eager_prefill_logits(seqs, num_tokens)
+        out: list[list[int]] = [[] for _ in seqs]
+        if not done:
+            return out
+        sampling_seqs = [seqs[i] for i in done]
+        n, dev = len(done), self.device
+        temps = torch.empty(n, dtype=torch.float32, device=dev)
+        top_k = torch.empty(n, dtype=torch.int64, device=dev)
+        top_p = torch.empty(n, dtype=torch.float32, device=dev)
+        self._fill_sampling(sampling_seqs, temps, top_k, top_p)
+        greedy_only = all(s.params.greedy for s in sampling_seqs)
+        tokens = self.sampler(logits, temps, top_k, top_p, greedy_only).tolist()
+        for i, t in zip(done, tokens):
+            out[i] = [t]
+        return out
+
+    def _eager_prefill_logits(self, seqs: list[Sequence], num_tokens: list[int]):
+        """-> (indices of the sequences whose prompt ends in this step, their last-token logits [n, V] or None)."""
         bs, dev = self.block_size, self.device
         ids, positions, slots, ctx_lens = [], [], [], []
         for s, n in zip(seqs, num_tokens):
@@ -239,22 +277,71 @@ class ModelRunner:
         hidden = self.model(torch.tensor(ids, device=dev), torch.tensor(positions, device=dev), self.kv_caches, meta)
         # only sequences whose prompt ends in this chunk sample; the others only filled the cache
         done = [i for i, (s, c) in enumerate(zip(seqs, ctx_lens)) if c == len(s)]
-        out: list[list[int]] = [[] for _ in seqs]
         if not done:
-            return out
+            return done, None
         ends = torch.tensor(num_tokens).cumsum(0) - 1
-        logits = self.model.compute_logits(hidden[ends[done].to(dev)])
-        sampling_seqs = [seqs[i] for i in done]
-        n = len(done)
-        temps = torch.empty(n, dtype=torch.float32, device=dev)
-        top_k = torch.empty(n, dtype=torch.int64, device=dev)
-        top_p = torch.empty(n, dtype=torch.float32, device=dev)
-        self._fill_sampling(sampling_seqs, temps, top_k, top_p)
-        greedy_only = all(s.params.greedy for s in sampling_seqs)
-        tokens = self.sampler(logits, temps, top_k, top_p, greedy_only).tolist()
-        for i, t in zip(done, tokens):
-            out[i] = [t]
-        return out
+        return done, self.model.compute_logits(hidden[ends[done].to(dev)])
+
+    def _prefill_bucket(self, seqs: list[Sequence], num_tokens: list[int]) -> Optional[int]:
+        """The token bucket when this step can replay a prefill graph: one sequence, nothing cached, its whole
+        prompt in this step and no longer than the largest bucket. None otherwise."""
+        if not self.use_graphs or self.prefill_graph_error is not None or len(seqs) != 1:
+            return None
+        s, n = seqs[0], num_tokens[0]
+        if s.num_computed_tokens or n != len(s):
+            return None
+        i = bisect.bisect_left(self.prefill_buckets, n)
+        return self.prefill_buckets[i] if i < len(self.prefill_buckets) else None
+
+    def _graphed_prefill_logits(self, seq: Sequence, T: int) -> torch.Tensor:
+        n, bs, top = len(seq), self.block_size, self.prefill_buckets[-1]
+        table = seq.block_table
+        scratch = [self.scratch_block * bs + p % bs for p in range(n, T)]
+        io = torch.zeros(2 * top + 1, dtype=torch.int64)
+        io[:n] = torch.tensor(seq.token_ids[:n])
+        io[top:top + T] = torch.tensor([table[p // bs] * bs + p % bs for p in range(n)] + scratch)
+        io[2 * top] = n - 1
+        if T not in self.prefill_graphs:
+            try:
+                self.prefill_graphs[T] = self._capture_prefill(T)
+            except Exception as e:  # noqa: BLE001 — a kernel that cannot be captured: prefill stays eager
+                self.prefill_graph_error = f"{type(e).__name__}: {e}"
+                print(f"[inference_engine] prefill graphs off: {self.prefill_graph_error}", flush=True)
+                return self._eager_prefill_logits([seq], [n])[1]
+        self.prefill_io.copy_(io, non_blocking=True)
+        graph, logits, _ = self.prefill_graphs[T]
+        graph.replay()
+        return logits
+
+    @torch.inference_mode()
+    def _capture_prefill(self, T: int) -> tuple[torch.cuda.CUDAGraph, torch.Tensor, tuple]:
+        """A graph of the forward and the last token's logits for a fresh T-token prefill, reading the token ids,
+        slots and last index from ``self.prefill_io``. Warm-up and capture write the scratch block only."""
+        bs, top, dev = self.block_size, self.prefill_buckets[-1], self.device
+        io = self.prefill_io
+        ids, slots, last = io[:T], io[top:top + T], io[2 * top:]
+        io.zero_()
+        slots.copy_(self.scratch_block * bs + torch.arange(T, device=dev) % bs)
+        positions = torch.arange(T, device=dev)
+        meta = AttentionMetadata(True, bs, slots, torch.full((1, 1), self.scratch_block, dtype=torch.int32,
+                                                                device=dev),
+                                 torch.tensor([T], dtype=torch.int32, device=dev), [T], [T],
+                                 cu_seqlens=torch.tensor([[0, T], [0, T]], dtype=torch.int32, device=dev))
+
+        def body():
+            hidden = self.model(ids, positions, self.kv_caches, meta)
+            return self.model.compute_logits(hidden.index_select(0, last))
+
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # compiles the kernels, settles cuBLAS workspaces
+                body()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.prefill_pool):
+            logits = body()
+        return graph, logits, (positions, meta)  # the graph reads their memory: they must outlive it
 
     def run(self, batch: ScheduledBatch) -> list[list[int]]:
         if batch.is_prefill:

@@ -31,6 +31,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .pdl import pdl_supported
+
 MAX_M = 16
 CONFIG_FILE = os.path.join(os.path.dirname(__file__), "gemv_configs.json")
 
@@ -58,7 +60,10 @@ def _tile_product(x, w, USE_DOT: tl.constexpr, PRECISION: tl.constexpr):
 def _fused_gemv_kernel(x_ptr, w_ptr, y_ptr, norm_w_ptr, M, N, K, stride_xm, stride_wn, stride_ym, eps,
                        NORM: tl.constexpr, RESIDUAL: tl.constexpr, SILU_MUL: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                       ONE_SHOT: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr):
+                       ONE_SHOT: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr,
+                       PDL: tl.constexpr):
+    if PDL:  # the next kernel may be scheduled once every program here has started (pdl.py)
+        tl.extra.cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -73,6 +78,8 @@ def _fused_gemv_kernel(x_ptr, w_ptr, y_ptr, norm_w_ptr, M, N, K, stride_xm, stri
         w = tl.load(w_rows + offs_k[None, :], mask=mask_n[:, None] & kmask[None, :], other=0.0)
         if SILU_MUL:
             w2 = tl.load(w2_rows + offs_k[None, :], mask=mask_n[:, None] & kmask[None, :], other=0.0)
+        if PDL:  # the weights are in flight; x is the previous kernel's output
+            tl.extra.cuda.gdc_wait()
         x = tl.load(x_rows + offs_k[None, :], mask=mask_m[:, None] & kmask[None, :], other=0.0)
         if NORM:
             xf = x.to(tl.float32)
@@ -82,6 +89,8 @@ def _fused_gemv_kernel(x_ptr, w_ptr, y_ptr, norm_w_ptr, M, N, K, stride_xm, stri
         if SILU_MUL:
             acc2 = _tile_product(x, w2, USE_DOT, PRECISION)
     else:
+        if PDL:
+            tl.extra.cuda.gdc_wait()
         if NORM:  # rstd of each row over all of K first: x is a few KB and sits in L2
             sq = tl.zeros([BLOCK_M], tl.float32)
             for k0 in range(0, K, BLOCK_K):
@@ -155,10 +164,12 @@ def gemv_config(n_out: int, K: int, M: int, silu_mul: bool) -> dict:
 
 def fused_linear(x: torch.Tensor, weight: torch.Tensor, *, norm_weight: torch.Tensor | None = None,
                  eps: float = 1e-5, residual: torch.Tensor | None = None, silu_mul: bool = False,
-                 out_dtype: torch.dtype | None = None, config: dict | None = None) -> torch.Tensor:
+                 out_dtype: torch.dtype | None = None, config: dict | None = None,
+                 pdl: bool = False) -> torch.Tensor:
     """See the module docstring. x: [M, K] (M ≤ 16), weight: [N, K]; returns [M, N] ([M, N/2] with silu_mul,
     ``residual`` itself with residual). ``config`` overrides the launch config (BLOCK_N, BLOCK_K, USE_DOT,
-    num_warps, num_stages); USE_DOT=False needs M = 1."""
+    num_warps, num_stages); USE_DOT=False needs M = 1. ``pdl``: launch as a programmatic dependent of the
+    previous kernel, streaming the weights before waiting for it (pdl.py; ignored where unsupported)."""
     M, K = x.shape
     N = weight.shape[0]
     if M > MAX_M:
@@ -176,6 +187,7 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, *, norm_weight: torch.Te
         y = torch.empty(M, n_out, dtype=out_dtype or x.dtype, device=x.device)
     cfg = dict(gemv_config(n_out, K, M, silu_mul), **(config or {}))
     block_n, block_k, use_dot = cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K"), cfg.pop("USE_DOT")
+    pdl = pdl and pdl_supported(x.device)
     if use_dot and block_n < 16:
         raise ValueError("the tl.dot path needs BLOCK_N >= 16")
     if not use_dot and M > 1:
@@ -185,5 +197,5 @@ def fused_linear(x: torch.Tensor, weight: torch.Tensor, *, norm_weight: torch.Te
         x.stride(0), weight.stride(0), y.stride(0), eps,
         NORM=norm_weight is not None, RESIDUAL=residual is not None, SILU_MUL=silu_mul,
         BLOCK_M=MAX_M if use_dot else 1, BLOCK_N=block_n, BLOCK_K=block_k, ONE_SHOT=block_k >= K,
-        PRECISION="ieee" if x.dtype == torch.float32 else "tf32", USE_DOT=use_dot, **cfg)
+        PRECISION="ieee" if x.dtype == torch.float32 else "tf32", USE_DOT=use_dot, PDL=pdl, launch_pdl=pdl, **cfg)
     return y

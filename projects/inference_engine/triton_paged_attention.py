@@ -20,6 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .pdl import pdl_supported
+
 
 @triton.jit
 def _paged_decode_kernel(
@@ -88,8 +90,11 @@ def _rope_paged_decode_kernel(
     qkv_ptr, pos_ptr, cos_sin_ptr, k_cache_ptr, v_cache_ptr, block_tables_ptr, context_lens_ptr, out_ptr, scale,
     stride_qkv, stride_cb, stride_ct, stride_ch, stride_bt, stride_ob, stride_oh,
     H: tl.constexpr, HKV: tl.constexpr, GROUP: tl.constexpr, G_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
-    BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr, PDL: tl.constexpr,
 ):
+    if PDL:  # everything below reads what earlier kernels wrote: wait for them first (pdl.py)
+        tl.extra.cuda.gdc_launch_dependents()
+        tl.extra.cuda.gdc_wait()
     # Like _paged_decode_kernel, but q, k, v come unrotated from the fused QKV projection. The program rotates
     # its group's q heads and its K head, writes K and V of the current token into the paged cache, attends over
     # the context before it from the cache, and adds the current token from registers: one kernel instead of
@@ -161,10 +166,11 @@ def _rope_paged_decode_kernel(
 def rope_paged_decode_triton(qkv: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor,
                              k_cache: torch.Tensor, v_cache: torch.Tensor, block_tables: torch.Tensor,
                              context_lens: torch.Tensor, scale: float, num_heads: int,
-                             block_n: int = 64) -> torch.Tensor:
+                             block_n: int = 64, pdl: bool = False) -> torch.Tensor:
     """qkv: [B, (H + 2·H_kv)·D] straight from the QKV projection (one decode token per row, unrotated);
     positions: [B]; cos_sin: [max_pos, D] fp32 ([cos | sin]); context_lens counts the current token (>= 1).
-    Writes the rotated K and V of each row at its position's slot; returns attention out: [B, H, D]."""
+    Writes the rotated K and V of each row at its position's slot; returns attention out: [B, H, D].
+    ``pdl``: launch as a programmatic dependent of the previous kernel (pdl.py; ignored where unsupported)."""
     B = qkv.shape[0]
     _, block_size, Hkv, D = k_cache.shape
     if D & (D - 1) or D < 32:
@@ -172,6 +178,7 @@ def rope_paged_decode_triton(qkv: torch.Tensor, positions: torch.Tensor, cos_sin
     if qkv.stride(-1) != 1 or k_cache.stride(-1) != 1 or qkv.shape[1] != (num_heads + 2 * Hkv) * D:
         raise ValueError("qkv [B, (H + 2·H_kv)·D] and the caches need a contiguous last dimension")
     group = num_heads // Hkv
+    pdl = pdl and pdl_supported(qkv.device)
     out = torch.empty(B, num_heads, D, dtype=qkv.dtype, device=qkv.device)
     _rope_paged_decode_kernel[(B, Hkv)](
         qkv, positions, cos_sin, k_cache, v_cache, block_tables, context_lens, out, scale,
@@ -179,6 +186,6 @@ def rope_paged_decode_triton(qkv: torch.Tensor, positions: torch.Tensor, cos_sin
         out.stride(0), out.stride(1),
         H=num_heads, HKV=Hkv, GROUP=group, G_PAD=max(16, triton.next_power_of_2(group)), HEAD_DIM=D,
         BLOCK_SIZE=block_size, BLOCK_N=block_n, PRECISION="ieee" if qkv.dtype == torch.float32 else "tf32",
-        num_warps=4, num_stages=2,
+        PDL=pdl, launch_pdl=pdl, num_warps=4, num_stages=2,
     )
     return out

@@ -2,12 +2,10 @@
 against the fp64 reference and against the plain kernels; and, compiled for sm_90 on the CPU, the claim they
 exist for: the body moves as 16-byte vectors where the plain kernel moves single elements."""
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from gpufolio.ptx import run_compile_script
 from gpufolio_projects.fused_kernels.ops import _rows
 from gpufolio_projects.fused_kernels.ops import add_rmsnorm as arn
 from gpufolio_projects.fused_kernels.tests._ref import assert_close, leaves, ref_add_rmsnorm
@@ -104,11 +102,5 @@ def test_split_forward_compiles_to_vector_accesses():
     """Compiled for sm_90 on this CPU (no GPU needed; the interpreter off in a child process): at 8192 lanes on
     16 warps each thread moves 16 bf16 of each of x, r, y, r_out; the split kernel does that in 16-byte vectors
     (2 per tensor: 8 in all), the plain kernel at an odd width in none."""
-    pytest.importorskip("triton.backends.nvidia")
-    env = dict(os.environ, TRITON_INTERPRET="0", CUDA_VISIBLE_DEVICES="")
-    res = subprocess.run([sys.executable, "-c", _PTX_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
-    if res.returncode and "ptxas" in res.stderr:
-        pytest.skip(f"no ptxas to finish the compile: {res.stderr[-200:]}")
-    assert res.returncode == 0, res.stderr[-2000:]
-    split_vec, plain_vec = map(int, res.stdout.split()[-2:])
+    split_vec, plain_vec = map(int, run_compile_script(_PTX_SCRIPT).split()[-2:])
     assert split_vec == 8 and plain_vec == 0, (split_vec, plain_vec)

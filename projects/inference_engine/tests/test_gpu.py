@@ -76,14 +76,18 @@ def _prompts(n, vocab, seed=0):
     return [torch.randint(0, vocab, (k,), generator=g).tolist() for k in lens]
 
 
-def test_cuda_graph_decode_equals_eager(gpu_checkpoint):
+@pytest.mark.parametrize("n", [1, 7])  # 7 sequences: padded to the bucket of 8 inside the graph
+def test_cuda_graph_decode_equals_eager(gpu_checkpoint, n):
+    """Graphs with programmatic dependent launch (pdl.py) against eager launches without it: the same tokens."""
     from gpufolio_projects.inference_engine.sampling_params import SamplingParams
 
     path, _ = gpu_checkpoint
-    prompts = _prompts(7, 97)  # 7 sequences: padded to the bucket of 8 inside the graph
+    prompts = _prompts(n, 97)
     sp = SamplingParams(temperature=0.0, max_tokens=24, ignore_eos=True)
     graphs = _tiny_engine(path, True).generate(prompts, sp)
-    eager = _tiny_engine(path, False).generate(prompts, sp)
+    eager_engine = _tiny_engine(path, False)
+    eager_engine.model_runner.model.kernels.pdl = False
+    eager = eager_engine.generate(prompts, sp)
     assert graphs == eager
 
 
