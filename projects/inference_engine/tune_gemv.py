@@ -18,6 +18,7 @@ import json
 import statistics
 from collections.abc import Callable
 
+from .decode_probe import replay_ms
 from .triton_gemv import config_key
 
 
@@ -49,17 +50,7 @@ def graph_us(torch, fn: Callable, weights: list, reps: int = 10, trials: int = 7
     with torch.cuda.graph(graph, pool=torch.cuda.graph_pool_handle()):
         for w in weights:
             fn(w)
-    graph.replay()
-    times = []
-    for _ in range(trials):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            graph.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / (reps * len(weights)))
-    return statistics.median(times)
+    return statistics.median(replay_ms(graph, reps) * 1e3 / len(weights) for _ in range(trials))
 
 
 def decode_shapes(model) -> dict[str, tuple[list, dict]]:
