@@ -278,7 +278,7 @@ def _decode_b1_case(variant: str, params: dict, device) -> Case:
 
 def _decode_probe(eng, weight_bytes: int) -> dict:
     """Where the wall time per token goes: GPU ms per batch-1 decode step (graph replays back to back) for the
-    engine's kernels and for the paths they replaced, and one eager 32-token prefill step (decode_probe.py)."""
+    engine's kernels and for the paths they replaced, and one 32-token prefill step (decode_probe.py)."""
     from .decode_probe import gpu_ms_per_step
 
     out = {}

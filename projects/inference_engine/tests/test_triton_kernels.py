@@ -91,11 +91,12 @@ def test_silu_mul_matches_torch(dtype):
     torch.testing.assert_close(silu_mul(x).float(), ref.float(), **TOL[dtype])
 
 
+@pytest.mark.parametrize("splits", [1, 4])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_rope_paged_decode_matches_rope_store_then_reference(dtype):
+def test_rope_paged_decode_matches_rope_store_then_reference(dtype, splits):
     """The decode kernel that rotates q and k and stores K/V itself, against rope_store + the reference
     attention: same output, same cache contents. Contexts 1 (only the current token), a block boundary,
-    several BLOCK_N tiles."""
+    several BLOCK_N tiles; the context in one program, and split over four (some splits empty) then combined."""
     from gpufolio_projects.inference_engine.triton_paged_attention import rope_paged_decode_triton
 
     H, Hkv, D, bs = 4, 2, 32, 8
@@ -108,10 +109,26 @@ def test_rope_paged_decode_matches_rope_store_then_reference(dtype):
                       rope_theta=10000.0)
     cos_sin = RotaryEmbedding(cfg, 64).cos_sin
     kc2, vc2 = kc.clone(), vc.clone()
-    out = rope_paged_decode_triton(qkv, pos, cos_sin, kc, vc, bt, cl, 0.3, H, block_n=16)
+    out = rope_paged_decode_triton(qkv, pos, cos_sin, kc, vc, bt, cl, 0.3, H, block_n=16, splits=splits)
     slots = bt.gather(1, (pos // bs)[:, None].to(torch.int64))[:, 0].long() * bs + pos % bs
     q, _ = rope_store(qkv, pos, cos_sin, slots, kc2, vc2, H, Hkv, D)
     ref = paged_decode_reference(q, kc2, vc2, bt, cl, scale=0.3)
     torch.testing.assert_close(kc, kc2, atol=0, rtol=0)
     torch.testing.assert_close(vc, vc2, atol=0, rtol=0)
     torch.testing.assert_close(out.float(), ref.float(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("V", [97, 2048, 5000])
+def test_greedy_argmax_matches_torch_including_ties(V):
+    """The two-stage argmax against torch.argmax: random rows, a row whose maximum appears twice in different
+    blocks (the first wins), a row of -inf but one entry, and a row of equal values."""
+    from gpufolio_projects.inference_engine.triton_ops import greedy_argmax
+
+    g = torch.Generator().manual_seed(V)
+    x = torch.randn(5, V, generator=g)
+    x[1, V // 3] = x[1, -1] = 100.0
+    x[2] = float("-inf")
+    x[2, V - 2] = 0.0
+    x[3] = 1.5
+    assert greedy_argmax(x, block=64).tolist() == x.argmax(-1).tolist()
+    assert greedy_argmax(x).tolist() == x.argmax(-1).tolist()
