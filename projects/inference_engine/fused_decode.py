@@ -1,11 +1,10 @@
-"""The lean decode step for batch ≤ 16 on the GPU: five or six kernels per layer, the residual stream updated in
-place, each kernel a programmatic dependent of the one before (pdl.py).
+"""The lean decode step for batch ≤ 16 on the GPU: five kernels per layer, the residual stream updated in place,
+each kernel a programmatic dependent of the one before (pdl.py).
 
     h = embed(ids)                                           # h: [B, hidden], the residual stream
     per layer:
         qkv = rmsnorm(h) @ Wqkv.T                            fused_linear, norm prologue
-        cache[slot] <- rope(k), v; o = attention(rope(q))    rope_paged_decode_triton (the context split over
-                                                             programs, then a combine kernel at small batch)
+        cache[slot] <- rope(k), v; o = attention(rope(q))    rope_paged_decode_triton (one kernel)
         h  += o @ Wo.T                                       fused_linear, residual epilogue
         a   = silu(rmsnorm(h) @ Wg.T) * (rmsnorm(h) @ Wu.T)  fused_linear, norm prologue + SiLU·mul epilogue
         h  += a @ Wd.T                                       fused_linear, residual epilogue

@@ -6,6 +6,7 @@
              decode path in decode_probe.KERNEL_PATHS; then wall ms per
              token of the bench's generate call, split into prefill, decode chunks and host time between them
     kernels  B=1: torch.profiler over graph replays of each path: kernels per step, summed kernel time
+    kernels_b256  the offline bench's full batch (256 × 512-token prompts): GPU ms per step, kernel table
     gemv     the launch-config sweep of tune_gemv.py: each decode weight shape at M = 1, every candidate
              config against cuBLAS doing the same work unfused; writes DIR/gemv_configs.json and installs it for
              the stages after it (run it first)
@@ -157,6 +158,31 @@ class _Profiler:
                     log(p.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=60))
                 release(self.eng, seq)
             del graph
+
+    def kernels_b256(self) -> None:
+        """The offline bench's full decode batch: 256 sequences of 512 prompt tokens, one graph replay profiled."""
+        torch, log = self.torch, self.log
+        from torch.profiler import ProfilerActivity, profile
+
+        from .decode_probe import release, replay_ms
+
+        eng, B = self.eng, 256
+        eng.block_manager.reset_prefix_cache()
+        seqs = [eng.add_request(self._prompt(512), self._sp(1 << 20)) for _ in range(B)]
+        while any(s.is_prefilling for s in seqs):
+            eng.step()
+        self.runner._fill_decode_buffers(seqs, B)
+        graph = self.runner.capture_decode_graph(B, True)
+        self.runner._fill_decode_buffers(seqs, B)
+        log(f"B={B} ctx~513: {replay_ms(graph, 5):.3f} ms GPU per decode step (graph replays)")
+        with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as p:
+            for _ in range(3):
+                self.runner._decode_body(B, True)
+            torch.cuda.synchronize()
+        log(p.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=60))
+        for s in seqs:
+            release(eng, s)
+        del graph
 
     def gemv(self) -> None:
         from .tune_gemv import sweep
