@@ -209,8 +209,11 @@ class LlamaForCausalLM(nn.Module):
         x, _ = self.norm(x, residual)
         return x
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.kernels.linear(self.lm_head, hidden).float()
+    def compute_logits(self, hidden: torch.Tensor, upcast: bool = True) -> torch.Tensor:
+        """[T, vocab] logits, fp32 unless ``upcast`` is off (greedy: the argmax of the rounded logits is the same,
+        and at batch 256 the fp32 copy alone is ~0.1 ms of a ~2.8 ms step)."""
+        logits = self.kernels.linear(self.lm_head, hidden)
+        return logits.float() if upcast else logits
 
 
 # -- weights ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ block's slots); causal attention keeps the padding out of every real token's out
 from __future__ import annotations
 
 import bisect
+import itertools
 from typing import Optional
 
 import torch
@@ -142,7 +143,7 @@ class ModelRunner:
             slot = bt.gather(1, (pos // bs).unsqueeze(1)).squeeze(1).long() * bs + pos % bs
             meta = AttentionMetadata(False, bs, slot, bt, ctx)
             hidden = self.model(ids, pos, self.kv_caches, meta)
-            logits = self.model.compute_logits(hidden)
+            logits = self.model.compute_logits(hidden, upcast=not greedy_only)
         tokens = self.sampler(logits, self.temperatures[:b], self.top_k[:b], self.top_p[:b], greedy_only)
         ids.copy_(tokens)  # the sampled token is the next step's input (and what run_decode reads back)
         pos.add_(1)
@@ -180,11 +181,18 @@ class ModelRunner:
             self._decode_body(b, greedy_only)
         return graph
 
+    def _block_table_tensor(self, seqs: list[Sequence], width: int) -> torch.Tensor:
+        """[len(seqs), width] int32 on the host, each row a block table padded with the scratch block. Built from
+        one flat list: a tensor per sequence costs ~20 µs, 5 ms at batch 256, and the GPU waits for it."""
+        lens = torch.tensor([len(s.block_table) for s in seqs])
+        tables = torch.full((len(seqs), width), self.scratch_block, dtype=torch.int32)
+        tables[torch.arange(width)[None, :] < lens[:, None]] = torch.tensor(
+            list(itertools.chain.from_iterable(s.block_table for s in seqs)), dtype=torch.int32)
+        return tables
+
     def _fill_block_tables(self, seqs: list[Sequence]) -> None:
-        tables = torch.full((len(seqs), self.max_blocks_per_seq), self.scratch_block, dtype=torch.int32)
-        for i, s in enumerate(seqs):
-            tables[i, :len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.int32)
-        self.block_tables[:len(seqs)].copy_(tables, non_blocking=True)
+        self.block_tables[:len(seqs)].copy_(self._block_table_tensor(seqs, self.max_blocks_per_seq),
+                                            non_blocking=True)
 
     def _fill_decode_buffers(self, seqs: list[Sequence], padded: int) -> None:
         b = len(seqs)
@@ -267,10 +275,7 @@ class ModelRunner:
             positions.extend(range(start, start + n))
             slots.extend(s.block_table[p // bs] * bs + p % bs for p in range(start, start + n))
             ctx_lens.append(start + n)
-        W = max(len(s.block_table) for s in seqs)
-        tables = torch.full((len(seqs), W), self.scratch_block, dtype=torch.int32)
-        for i, s in enumerate(seqs):
-            tables[i, :len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.int32)
+        tables = self._block_table_tensor(seqs, max(len(s.block_table) for s in seqs))
         meta = AttentionMetadata(
             True, bs, torch.tensor(slots, device=dev), tables.to(dev),
             torch.tensor(ctx_lens, dtype=torch.int32, device=dev), list(num_tokens), ctx_lens)

@@ -12,7 +12,8 @@ import torch
 class Sampler:
     def __call__(self, logits: torch.Tensor, temperatures: torch.Tensor, top_k: torch.Tensor,
                  top_p: torch.Tensor, greedy_only: bool) -> torch.Tensor:
-        """logits: [B, V] fp32; temperatures/top_p: [B] fp32; top_k: [B] int (V = off) -> tokens [B] int64."""
+        """logits: [B, V] fp32 (greedy_only: any float dtype); temperatures/top_p: [B] fp32; top_k: [B] int
+        (V = off) -> tokens [B] int64."""
         if logits.is_cuda:  # Triton's two-stage argmax: torch's spends ~25 µs on one 128k row
             from .triton_ops import greedy_argmax  # imported late: TRITON_INTERPRET is read at import
             greedy = greedy_argmax(logits)

@@ -131,3 +131,5 @@ def test_greedy_argmax_matches_torch_including_ties(V):
     x[3] = 1.5
     assert greedy_argmax(x, block=64).tolist() == x.argmax(-1).tolist()
     assert greedy_argmax(x).tolist() == x.argmax(-1).tolist()
+    h = x.half()  # greedy decode at large batch skips the fp32 copy of the logits
+    assert greedy_argmax(h, block=64).tolist() == h.argmax(-1).tolist()
