@@ -1,7 +1,7 @@
 """Where the decode time goes, on the GPU (diagnostics for the README's analysis; its numbers come from bench.py):
 
-    offline  the offline workload (cap 256) step by step: prefill steps, decode chunks, host time; prefill
-             attention as one varlen launch per layer against per sequence (first: it needs every graph bucket)
+    offline  the bench's quick offline workload step by step at 8 and 16 decode steps per chunk: prefill
+             steps, decode chunks, host time
     step     B=1: GPU ms per decode step (decode_probe: CUDA events around back-to-back graph replays) for each
              decode path in decode_probe.KERNEL_PATHS; then wall ms per
              token of the bench's generate call, split into prefill, decode chunks and host time between them
@@ -222,17 +222,18 @@ class _Profiler:
         log(p.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=70))
 
     def offline(self) -> None:
+        """The bench's quick offline workload (256 requests, outputs capped at 512), step by step, at 8 and 16
+        decode steps per chunk: where the wall time goes (prefill, decode chunks, host between them)."""
         log = self.log
         from . import bench
 
-        in_lens, out_lens = bench._workload(dict(num_requests=256, min_len=100, max_len=1024, output_cap=256,
-                                                 seed=0))
+        params = bench._offline_configs("quick")[0]
+        in_lens, out_lens = bench._workload(params)
         ps = [self._prompt(n) for n in in_lens]
-
         pa = self.runner.model.prefill_attention
         self.eng.generate(ps[:48], [self._sp(n) for n in out_lens[:48]])  # compiles the prefill kernels
-        for varlen in (True, False):
-            pa.varlen = varlen
+        for k in (8, 16):
+            self._set_steps(k)
             self.eng.block_manager.reset_prefix_cache()
             with self._timed_steps() as steps:
                 t0 = time.perf_counter()
@@ -240,16 +241,14 @@ class _Profiler:
                 wall = time.perf_counter() - t0
             pre = [s for s in steps if s[0]]
             dec = [s for s in steps if not s[0]]
-            log(f"offline 256 req (cap 256), prefill attention {pa.backend}: wall {wall:.2f} s; prefill {len(pre)} "
-                f"steps {sum(s[3] for s in pre):.2f} s ({sum(s[2] for s in pre)} tok); decode {len(dec)} chunks "
+            log(f"offline {len(ps)} req (cap {params['output_cap']}), k={k}, prefill attention {pa.backend}: "
+                f"wall {wall:.2f} s = {sum(out_lens) / wall:.0f} tok/s; prefill {len(pre)} steps "
+                f"{sum(s[3] for s in pre):.2f} s ({sum(s[2] for s in pre)} tok); decode {len(dec)} chunks "
                 f"{sum(s[3] for s in dec):.2f} s ({sum(s[2] for s in dec)} tok); host outside run() "
-                f"{wall - sum(s[3] for s in steps):.2f} s; varlen error: {pa.varlen_error}")
-            for s in pre[:2]:
-                log(f"  prefill step: {s[1]} seqs, {s[2]} tokens, {s[3] * 1e3:.1f} ms")
-            for s in dec[:: max(1, len(dec) // 5)]:
+                f"{wall - sum(s[3] for s in steps):.2f} s")
+            for s in dec[:: max(1, len(dec) // 6)]:
                 log(f"  decode chunk: {s[1]} seqs, {s[2]} tokens, {s[3] * 1e3:.1f} ms")
-        pa.varlen = True
-
+        self._set_steps(8)
 
 if __name__ == "__main__":
     main()
