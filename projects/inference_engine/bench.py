@@ -96,7 +96,7 @@ def _engine(params: dict, device):
             ckpt, device=device.type, dtype=params["dtype"], max_model_len=2304,
             cuda_graphs=cuda,
             cache=CacheConfig(block_size=16, gpu_memory_utilization=0.45, num_blocks=None if cuda else 2048),
-            scheduler=SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=16384, num_decode_steps=8))
+            scheduler=SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=16384, num_decode_steps=16))
         # the worker log keeps these: where the set-up time went, how big the pool came out
         print(f"[inference_engine] checkpoint {t1 - t0:.1f}s, engine {time.perf_counter() - t1:.1f}s, "
               f"{eng.block_manager.num_blocks} KV blocks of {eng.config.cache.block_size} tokens, "
