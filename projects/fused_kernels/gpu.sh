@@ -10,8 +10,7 @@
 #   tune_odd_compile  RMSNorm at 4097 and 8191: ours against torch.compile, fwd and fwd+bwd (tune.py odd_compile)
 #   bench_rmsnorm, bench_swiglu, bench_lce, bench_norms (copy + add_rmsnorm)   quick-mode records
 #   bench_final  every bench in one run, in bench.py's order (copy, swiglu, linear_cross_entropy,
-#                add_rmsnorm, rmsnorm: the last ones are the first to go if the round's limit cuts it short);
-#                its limit is FK_LIMIT_FINAL (default 86 s; the odd-width RMSNorm cases need ~200 s in all)
+#                add_rmsnorm, rmsnorm: the last ones are the first to go if the round's limit cuts it short)
 #   pytest       python -m pytest -m gpu projects/fused_kernels
 set -u
 OUT="${OUTDIR:?OUTDIR must be set}"
@@ -53,7 +52,7 @@ for s in $STAGES; do
     bench_swiglu) bench bench_swiglu 30 --bench swiglu ;;
     bench_lce) bench bench_lce 45 --bench linear_cross_entropy ;;
     bench_norms) bench bench_norms 40 --bench copy --bench add_rmsnorm ;;
-    bench_final) bench bench_final "${FK_LIMIT_FINAL:-86}" --bench copy --bench swiglu --bench linear_cross_entropy \
+    bench_final) bench bench_final 86 --bench copy --bench swiglu --bench linear_cross_entropy \
       --bench add_rmsnorm --bench rmsnorm ;;
     pytest) step pytest_gpu 20 "$PY" -m pytest -m gpu projects/fused_kernels -q -p no:cacheprovider ;;
     *) echo "unknown stage $s" ;;
