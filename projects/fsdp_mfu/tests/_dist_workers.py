@@ -26,7 +26,14 @@ def _free_port() -> int:
 
 def spawn(fn, *args) -> None:
     port = _free_port()
-    mp.spawn(_entry, args=(fn, port, *args), nprocs=WORLD, join=True)
+    # The ranks run PyTorch ops only. Other projects' conftests set TRITON_INTERPRET=1 for their kernels; the
+    # ranks would inherit it, and with it the checkpoint test aborted at random in teardown (std::terminate).
+    saved = os.environ.pop("TRITON_INTERPRET", None)
+    try:
+        mp.spawn(_entry, args=(fn, port, *args), nprocs=WORLD, join=True)
+    finally:
+        if saved is not None:
+            os.environ["TRITON_INTERPRET"] = saved
 
 
 def _entry(rank: int, fn, port: int, *args) -> None:
@@ -36,6 +43,9 @@ def _entry(rank: int, fn, port: int, *args) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     try:
         fn(rank, *args)
+        # both ranks past their last collective before either tears gloo down: a rank that destroys its group
+        # while the other still talks to it can abort the other ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
