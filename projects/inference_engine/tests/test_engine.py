@@ -145,14 +145,10 @@ def test_sampling_runs_and_respects_top_k_1(hf_checkpoint, reference):
     assert len(out[0]) == 12 and all(0 <= t < 97 for t in out[0])
 
 
-def test_block_table_tensor_pads_each_row_with_the_scratch_block():
-    from gpufolio_projects.inference_engine.config import ModelConfig
+def test_block_table_tensor_pads_each_row_with_the_scratch_block(hf_checkpoint):
     from gpufolio_projects.inference_engine.sequence import Sequence
 
-    eng = LLM(ModelConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                          num_attention_heads=2, num_key_value_heads=1), device="cpu", dtype="float32",
-              max_model_len=64, cache=CacheConfig(block_size=4, num_blocks=32))
-    runner = eng.model_runner
+    runner = _engine(hf_checkpoint[0]).model_runner
     seqs = [Sequence([1, 2, 3], GREEDY) for _ in range(3)]
     for s, table in zip(seqs, ([5, 7], [], [9, 1, 2])):
         s.block_table = table
