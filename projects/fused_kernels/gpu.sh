@@ -2,7 +2,8 @@
 # fused_kernels on the GPU box (run from the repo root, $OUTDIR set, the package importable).
 # Stages run in the order given by FK_STAGES (space-separated; the default below is this round's plan), each
 # under its own time limit, each logging to $OUTDIR/<stage>.log; the bench stages write stamped records.
-#   tune_lce     LCE: time and peak memory per chunk size and schedule, one chunk's steps apart (tune.py lce)
+#   tune_lce     LCE: time and peak memory per schedule at T = 2d and T = d (head on/off), the head's and one
+#                chunk's steps apart (tune.py lce)
 #   tune_swiglu  SwiGLU launch sweep (block, warps, evict-first loads), forward and backward apart; then
 #                forward+backward per setting against torch.compile, alternating, two rounds (tune.py swiglu)
 #   tune_odd     add+RMSNorm / RMSNorm at widths 4096 4097 5120 8191 8192: the split kernels (new, and with the
@@ -20,7 +21,7 @@ export TRITON_INTERPRET=0
 date -u > "$OUT/env.log"
 STAGES="${FK_STAGES:-bench_final}"  # the final round: every record in one run (round 1 ran the tunes and pytest)
 
-BUDGET="${FK_BUDGET:-88}"  # the round's limit, less a margin: no stage runs past it
+BUDGET="${FK_BUDGET:-330}"  # the round's limit, less a margin: no stage runs past it
 
 step() {  # step NAME SECONDS CMD...: run with a time limit, log to $OUT/NAME.log, print the tail
   local name=$1 secs=$2; shift 2
@@ -42,7 +43,7 @@ bench() {  # bench NAME SECONDS --bench X ...: quick-mode records under $OUT
 TUNE="gpufolio_projects.fused_kernels.tune"
 for s in $STAGES; do
   case "$s" in
-    tune_lce) step tune_lce 22 "$PY" -m "$TUNE" lce ;;
+    tune_lce) step tune_lce 60 "$PY" -m "$TUNE" lce ;;
     tune_swiglu) step tune_swiglu 25 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" swiglu
       # Inductor's launch settings for the same op (its generated kernels, cached above), for the comparison.
       grep -rh -B2 -A12 "@triton_heuristics.pointwise" /tmp/fk_inductor 2>/dev/null | head -120 > "$OUT/inductor_swiglu.log" ;;
@@ -50,11 +51,11 @@ for s in $STAGES; do
     tune_odd_compile) step tune_odd_compile 32 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" odd_compile ;;
     bench_rmsnorm) bench bench_rmsnorm 35 --bench rmsnorm ;;
     bench_swiglu) bench bench_swiglu 30 --bench swiglu ;;
-    bench_lce) bench bench_lce 45 --bench linear_cross_entropy ;;
+    bench_lce) bench bench_lce 110 --bench linear_cross_entropy ;;
     bench_norms) bench bench_norms 40 --bench copy --bench add_rmsnorm ;;
-    bench_final) bench bench_final 86 --bench copy --bench swiglu --bench linear_cross_entropy \
+    bench_final) bench bench_final 260 --bench copy --bench swiglu --bench linear_cross_entropy \
       --bench add_rmsnorm --bench rmsnorm ;;
-    pytest) step pytest_gpu 20 "$PY" -m pytest -m gpu projects/fused_kernels -q -p no:cacheprovider ;;
+    pytest) step pytest_gpu 60 "$PY" -m pytest -m gpu projects/fused_kernels -q -p no:cacheprovider ;;
     *) echo "unknown stage $s" ;;
   esac
 done

@@ -243,30 +243,77 @@ def _peak_extra_gib(fn) -> float:
     return extra
 
 
-def tune_lce(T: int = 8192, d: int = 4096, V: int = 128256) -> None:
-    """Time and peak extra memory per chunk size and schedule (the bench's inputs: 5% ignored tokens), then one
-    chunk's steps timed apart at 256 rows (Liger's budget) to see where a chunk's time goes."""
+def _lce_inputs(T: int, d: int, V: int):
+    """The bench's inputs: bf16, W at std 0.02, 5% of the tokens ignored."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(T, d, device="cuda", dtype=torch.bfloat16, generator=gen)
     w = torch.randn(V, d, device="cuda", dtype=torch.bfloat16, generator=gen) * 0.02
     y = torch.randint(0, V, (T,), device="cuda", generator=gen)
     y[torch.rand(T, device="cuda", generator=gen) < 0.05] = -100
-    flops = 6 * T * V * d
-    settings = [(256, False, False, 8), (256, True, False, 8), (256, True, False, 16), (240, False, True, 8),
-                (240, True, True, 8), (512, False, False, 8), (512, True, False, 8), (496, True, True, 8),
-                (1024, True, False, 8), (1024, True, True, 8), (2048, False, False, 8), (2048, True, False, 8),
-                (2048, True, True, 8)]
-    for chunk, overlap, skip, ce_warps in settings:
+    return x, w, y
+
+
+def tune_lce(d: int = 4096, V: int = 128256) -> None:
+    """Time and peak extra memory per schedule at T = 2d (the headline) and T = d (all tokens in the head), then
+    the head's steps timed apart at T = d and one 256-row chunk's steps (Liger's budget) at T = 2d."""
+    # (T, chunk rows, overlap, skip_ignored, head, vocab_chunk)
+    settings = [(8192, 256, False, False, False, None), (8192, 256, False, False, True, 1024),
+                (8192, 256, False, False, True, 2048), (8192, 256, False, False, True, 4096),
+                (8192, 512, True, False, False, None), (8192, 512, True, False, True, None),
+                (8192, 1024, True, True, False, None), (8192, 1024, True, True, True, None),
+                (8192, 2048, True, True, False, None), (8192, 2048, True, True, True, None),
+                (4096, 128, False, False, False, None), (4096, 128, False, False, True, 1024),
+                (4096, 128, False, False, True, 2048), (4096, 128, False, False, True, 4096),
+                (4096, 2048, True, True, False, None), (4096, 4096, True, True, False, None)]
+    inputs = {}
+    for T, chunk, overlap, skip, head, vc in settings:
+        if T not in inputs:
+            inputs.clear()
+            torch.cuda.empty_cache()
+            inputs[T] = _lce_inputs(T, d, V)
+        x, w, y = inputs[T]
+
         def call():
             return lce.linear_cross_entropy_fwd_bwd(x, w, y, chunk=chunk, overlap=overlap, skip_ignored=skip,
-                                                    ce_warps=ce_warps)
+                                                    head=head, vocab_chunk=vc)
 
         call()  # cuBLAS workspaces (one per stream) exist before any peak is read, as in the harness
         extra = _peak_extra_gib(call)
         ms = do_bench(call, warmup=25, rep=200)
-        print(f"lce chunk={chunk:5d} overlap={overlap:d} skip_ignored={skip:d} ce_warps={ce_warps:2d} {ms:8.2f} ms "
-              f"{flops / ms / 1e9:6.1f} TFLOP/s  peak extra {extra:.4f} GiB", flush=True)
-    C = 256
+        print(f"lce T={T} chunk={chunk:5d} overlap={overlap:d} skip_ignored={skip:d} head={head:d} "
+              f"vocab_chunk={vc or lce.VOCAB_CHUNK:5d} {ms:8.2f} ms {6 * T * V * d / ms / 1e9:6.1f} TFLOP/s  "
+              f"peak extra {extra:.4f} GiB", flush=True)
+    inputs.clear()
+    torch.cuda.empty_cache()
+    _lce_head_steps(d, V)
+    _lce_chunk_steps(d, V)
+
+
+def _lce_head_steps(d: int, V: int, T: int = 4096) -> None:
+    from .ops import linear_cross_entropy_head as lh
+
+    x, w, y = _lce_inputs(T, d, V)
+    gw = torch.empty(V, d, device="cuda", dtype=torch.bfloat16)
+    gx = torch.empty(T, d, device="cuda", dtype=torch.bfloat16)
+    lt = gw.view(-1)[: V * T].view(V, T)
+    loss = torch.empty(T, device="cuda")
+    n_valid = (y != -100).sum()
+    buf = torch.empty(lh.VOCAB_CHUNK, d, device="cuda", dtype=torch.bfloat16)
+    torch.mm(w, x.t(), out=lt)
+    steps = {"logits^T mm": lambda: torch.mm(w, x.t(), out=lt),
+             "column CE": lambda: lh._ce_columns(lt, y, n_valid, loss, -100, 0.0),
+             "grad_x mm": lambda: torch.mm(lt.t(), w, out=gx),
+             "grad_w chunk mms": lambda: [torch.mm(lt[v:v + lh.VOCAB_CHUNK], x, out=buf[: min(lh.VOCAB_CHUNK, V - v)])
+                                          for v in range(0, V, lh.VOCAB_CHUNK)],
+             "grad_w copies": lambda: [gw[v:v + lh.VOCAB_CHUNK].copy_(buf[: min(lh.VOCAB_CHUNK, V - v)])
+                                       for v in range(0, V, lh.VOCAB_CHUNK)]}
+    for name, fn in steps.items():
+        ms = do_bench(fn, warmup=25, rep=100)
+        print(f"lce head T={T} {name:17s} {ms * 1e3:8.1f} us", flush=True)
+
+
+def _lce_chunk_steps(d: int, V: int, T: int = 8192, C: int = 256) -> None:
+    x, w, y = _lce_inputs(T, d, V)
     buf = torch.empty(C, V, device="cuda", dtype=torch.bfloat16)
     gx = torch.empty(C, d, device="cuda", dtype=torch.bfloat16)
     gw = torch.zeros(V, d, device="cuda", dtype=torch.bfloat16)
@@ -277,27 +324,12 @@ def tune_lce(T: int = 8192, d: int = 4096, V: int = 128256) -> None:
              "ce kernel w8": lambda: lce._ce_grad_kernel[(C,)](buf, y[:C], y, loss, n_valid, V, -100, 0.0,
                                                                 HAS_IDX=False, HAS_SMOOTHING=False,
                                                                 BLOCK=lce.BLOCK_V, num_warps=8),
-             "ce kernel w16": lambda: lce._ce_grad_kernel[(C,)](buf, y[:C], y, loss, n_valid, V, -100, 0.0,
-                                                                 HAS_IDX=False, HAS_SMOOTHING=False,
-                                                                 BLOCK=lce.BLOCK_V, num_warps=16),
              "grad_x mm": lambda: torch.mm(buf, w, out=gx),
              "grad_w addmm": lambda: gw.addmm_(buf.t(), xc)}
     torch.mm(xc, w.t(), out=buf)
     for name, fn in steps.items():
         ms = do_bench(fn, warmup=25, rep=100)
         print(f"lce chunk={C} {name:13s} {ms * 1e3:8.1f} us  x{T // C} chunks = {ms * T / C:6.2f} ms", flush=True)
-    side = torch.cuda.Stream()
-    main = torch.cuda.current_stream()
-
-    def both():
-        side.wait_stream(main)
-        with torch.cuda.stream(side):
-            gw.addmm_(buf.t(), xc)
-        torch.mm(buf, w, out=gx)
-        main.wait_stream(side)
-
-    ms = do_bench(both, warmup=25, rep=100)
-    print(f"lce chunk={C} grad_x || grad_w {ms * 1e3:8.1f} us (two streams)", flush=True)
 
 
 def main(argv: list[str]) -> None:

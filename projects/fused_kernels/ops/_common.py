@@ -27,3 +27,15 @@ def _rms_grad(n, wdy, rstd, c):
     """ds for one part of a row: y = w * n, n = s * rstd gives ds = rstd * (w*dy - n * c), c = mean(n * w*dy)
     over the whole row (so a row split into parts shares rstd and c)."""
     return rstd * (wdy - n * c)
+
+
+@triton.jit
+def _online_lse_step(m, acc, zsum, z, mask, HAS_SMOOTHING: tl.constexpr):
+    """One step of a per-lane running max m and sum of exp(z - m) (rescaled when m moves), and the sum of z for
+    label smoothing. Masked lanes must hold z = -inf; m starts at a finite floor so exp(m_old - m_new) stays
+    defined for lanes that only ever saw padding."""
+    m_new = tl.maximum(m, z)
+    acc = acc * tl.exp(m - m_new) + tl.exp(z - m_new)
+    if HAS_SMOOTHING:
+        zsum += tl.where(mask, z, 0.0)
+    return m_new, acc, zsum

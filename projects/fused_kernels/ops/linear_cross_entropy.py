@@ -11,7 +11,9 @@ The backward only scales the saved gradients by the incoming grad (a no-op when 
 
 Schedule (ChunkPlan): from 512 rows the dW update runs on a second stream beside dX (both only read L);
 from 1024 rows the ignored tokens are compacted away first, so padding costs no GEMM work. Both thresholds
-are measured (session 2, round 1): below them each helps nothing or costs more than it saves.
+are measured (session 2, round 1): below them each helps nothing or costs more than it saves. Below
+HEAD_MAX_ROWS the first min(T, d) tokens skip the chunks altogether: they are done in grad_W's own storage
+(linear_cross_entropy_head.py), and the chunks take only the rest.
 
 Chunk size, from the memory budget. The only memory beyond the outputs (grad_W: V*d, grad_x: T*d) is the
 [C, V] buffer, and the GEMMs want C large: each chunk's dW += L^T x_c reads and writes all of dW (2*V*d*2 bytes)
@@ -34,12 +36,18 @@ import torch
 import triton
 import triton.language as tl
 
+from ._common import _online_lse_step
+from .linear_cross_entropy_head import VOCAB_CHUNK, head_in_grad_w
+
 # Schedule thresholds (ChunkPlan.auto), from the H200 sweep at the Llama-3 head (tune.py lce, session 2
 # round 1, evidence/): the two-stream overlap gained nothing at 256 rows (at that M each cuBLAS kernel fills
 # the GPU alone) and most at 512; skipping ignored tokens lost at 240-496 rows (gather, scatter and the
 # shorter chunk cost more than 5% of the GEMMs saves) and won from 1024.
 OVERLAP_MIN_ROWS = 512
 SKIP_IGNORED_MIN_ROWS = 1024
+# The head (first min(T, d) tokens in grad_W's storage) pays when the chunks are small: it swaps their K = C
+# updates of grad_W for three full-size GEMMs and no buffer. Provisional until measured (tune.py lce).
+HEAD_MAX_ROWS = 512
 BLOCK_V = 4096  # logits per loop step of the CE kernel: 8 KiB of bf16, 16 elements per thread at 8 warps
 
 
@@ -63,18 +71,13 @@ def _ce_grad_kernel(logits_ptr, target_ptr, idx_ptr, loss_ptr, n_valid_ptr, n_co
     else:
         scale = 1.0 / tl.load(n_valid_ptr).to(tl.float32)
         # Pass 1: per-lane running max and sum of exp (one rescale per step, no cross-lane work in the loop).
-        # A finite floor instead of -inf keeps exp(m_old - m_new) defined for lanes that only saw padding.
         m = tl.full((BLOCK,), -1e30, dtype=tl.float32)
         acc = tl.zeros((BLOCK,), dtype=tl.float32)
         zsum = tl.zeros((BLOCK,), dtype=tl.float32)
         for off in range(0, n_cols, BLOCK):
             mask = off + cols < n_cols
             z = tl.load(base + off + cols, mask=mask, other=float("-inf")).to(tl.float32)
-            m_new = tl.maximum(m, z)
-            acc = acc * tl.exp(m - m_new) + tl.exp(z - m_new)
-            m = m_new
-            if HAS_SMOOTHING:
-                zsum += tl.where(mask, z, 0.0)
+            m, acc, zsum = _online_lse_step(m, acc, zsum, z, mask, HAS_SMOOTHING)
         m_row = tl.max(m, axis=0)
         lse = m_row + tl.log(tl.sum(acc * tl.exp(m - m_row), axis=0))
         z_t = tl.load(base + target).to(tl.float32)
@@ -124,17 +127,19 @@ class ChunkPlan:
     ``overlap``: run each chunk's dW update on a second stream while dX runs on the first (dW += G^T x_c
     is memory-bound at small chunks, dX = G W compute-bound: together they can fill both HBM and the tensor
     cores). ``skip_ignored``: compact the non-ignored tokens first, so padding rows cost no GEMM work (this
-    gathers each chunk's x rows and scatters its dX rows: two [rows, d] buffers beside the logits buffer)."""
+    gathers each chunk's x rows and scatters its dX rows: two [rows, d] buffers beside the logits buffer).
+    ``head``: the first min(T, d) tokens go through grad_W's storage instead (no buffer, full-size GEMMs)."""
 
     rows: int
     overlap: bool = False
     skip_ignored: bool = False
     ce_warps: int = 8
+    head: bool = False
 
     @staticmethod
     def auto(n_tokens: int, vocab: int, hidden: int, elem_bytes: int, max_chunk_bytes: int | None = None,
              chunk: int | None = None, overlap: bool | None = None, skip_ignored: bool | None = None,
-             ce_warps: int = 8) -> ChunkPlan:
+             ce_warps: int = 8, head: bool | None = None) -> ChunkPlan:
         """Rows from ``chunk`` or the budget; each schedule switch, where not given, from the thresholds above.
         Skipping is decided on the rows without its buffers; under a budget the rows then shrink to fit them."""
         rows = chunk or chunk_rows(n_tokens, vocab, hidden, elem_bytes, max_chunk_bytes)
@@ -144,7 +149,9 @@ class ChunkPlan:
             rows = chunk_rows(n_tokens, vocab, hidden, elem_bytes, max_chunk_bytes, skip_ignored=True)
         if overlap is None:
             overlap = rows >= OVERLAP_MIN_ROWS
-        return ChunkPlan(rows, overlap, skip_ignored, ce_warps)
+        if head is None:
+            head = rows <= HEAD_MAX_ROWS and rows < min(n_tokens, hidden)
+        return ChunkPlan(rows, overlap, skip_ignored, ce_warps, head)
 
 
 def chunk_rows(n_tokens: int, vocab: int, hidden: int, elem_bytes: int,
@@ -179,7 +186,8 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
                                  ignore_index: int = -100, label_smoothing: float = 0.0,
                                  max_chunk_bytes: int | None = None, chunk: int | None = None,
                                  ce_warps: int = 8, overlap: bool | None = None,
-                                 skip_ignored: bool | None = None):
+                                 skip_ignored: bool | None = None, head: bool | None = None,
+                                 vocab_chunk: int | None = None):
     """Mean cross-entropy of x @ weight^T against target, with its gradients.
 
     x: [T, d]; weight: [V, d] (same dtype); target: [T] int64 with ignore_index for padding.
@@ -189,35 +197,53 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
         raise ValueError(f"x {tuple(x.shape)} and weight {tuple(weight.shape)} do not chain")
     if x.dtype != weight.dtype:
         raise ValueError(f"x is {x.dtype} but weight is {weight.dtype}")
+    if target.shape != x.shape[:1]:
+        raise ValueError(f"target {tuple(target.shape)} does not match x's {x.shape[0]} tokens")
     x = x.contiguous()
     weight = weight.contiguous()
     target = target.contiguous()
     n_tokens, hidden = x.shape
     vocab = weight.shape[0]
     plan = ChunkPlan.auto(n_tokens, vocab, hidden, x.element_size(), max_chunk_bytes, chunk, overlap, skip_ignored,
-                          ce_warps)
+                          ce_warps, head)
     overlap = plan.overlap and x.is_cuda
     skip_ignored = plan.skip_ignored
+    n_head = min(n_tokens, hidden) if plan.head else 0
+    # Over ALL tokens, on the device (the kernels read it: no host sync); at least 1, so that a batch of only
+    # padding gives loss 0 rather than 0/0.
+    n_valid = (target != ignore_index).sum().clamp_(min=1)
     idx = None
     if skip_ignored:
         # One host sync (the count sizes the loop); made before any buffer exists, so its scratch is not on top.
-        idx = (target != ignore_index).nonzero().view(-1)
+        idx = (target[n_head:] != ignore_index).nonzero().view(-1) + n_head
         n_rows = idx.numel()
-        n_valid = torch.full((1,), max(n_rows, 1), dtype=torch.float32, device=x.device)
     else:
-        n_rows = n_tokens
-        # Stays on the device: the kernel reads it, so no host sync is needed to scale by 1/n_valid.
-        n_valid = (target != ignore_index).sum()
-    rows = max(1, min(plan.rows, n_rows))
+        n_rows = n_tokens - n_head
+    loss_rows = torch.zeros(n_head + max(n_rows, 1), dtype=torch.float32, device=x.device)
+    grad_x = torch.zeros_like(x) if skip_ignored else torch.empty_like(x)  # skipped: ignored rows stay 0
+    grad_w = torch.empty_like(weight) if n_head or n_rows else torch.zeros_like(weight)
+    if n_head:
+        head_in_grad_w(x[:n_head], weight, target[:n_head], n_valid, grad_w, grad_x[:n_head], loss_rows[:n_head],
+                       ignore_index=ignore_index, smoothing=float(label_smoothing),
+                       vocab_chunk=vocab_chunk or VOCAB_CHUNK)
+    if n_rows:
+        _chunks(x, weight, target, idx, n_head, n_rows, plan.rows, overlap, plan.ce_warps, n_valid, grad_x, grad_w,
+                loss_rows[n_head:], first_writes=n_head == 0, ignore_index=ignore_index,
+                smoothing=float(label_smoothing))
+    return loss_rows.sum(), grad_x, grad_w
+
+
+def _chunks(x, weight, target, idx, first_token, n_rows, rows, overlap, ce_warps, n_valid, grad_x, grad_w,
+            loss_rows, *, first_writes, ignore_index, smoothing):
+    """The chunk loop over n_rows tokens: those in idx (compacted, skip_ignored) or x[first_token:]. Accumulates
+    into grad_w, except that the first chunk writes it when ``first_writes`` (so it is never zero-filled)."""
+    vocab, hidden = weight.shape
+    skip_ignored = idx is not None
+    rows = max(1, min(rows, n_rows))
     buf = torch.empty((rows, vocab), dtype=x.dtype, device=x.device)
-    loss_rows = torch.zeros(max(n_rows, 1), dtype=torch.float32, device=x.device)
     if skip_ignored:
         x_rows = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
         dx_rows = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
-        grad_x = torch.zeros_like(x)  # ignored tokens' rows stay 0
-    else:
-        grad_x = torch.empty_like(x)
-    grad_w = torch.zeros_like(weight) if n_rows == 0 else torch.empty_like(weight)
     main = torch.cuda.current_stream(x.device) if overlap else None
     side = _side_stream(x.device) if overlap else None
     for start in range(0, n_rows, rows):
@@ -229,19 +255,19 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
             x_c = x_rows[:n]
             _move_rows(x, x_c, idx_c, gather=True)
         else:
-            idx_c, x_c = None, x[start:stop]
+            idx_c, x_c = None, x[first_token + start:first_token + stop]
         torch.mm(x_c, weight.t(), out=logits)
-        _ce_grad_kernel[(n,)](logits, target if skip_ignored else target[start:stop],
+        _ce_grad_kernel[(n,)](logits, target if skip_ignored else target[first_token + start:first_token + stop],
                               idx_c if skip_ignored else target, loss_rows[start:stop], n_valid, vocab,
-                              ignore_index, float(label_smoothing), HAS_IDX=skip_ignored,
-                              HAS_SMOOTHING=label_smoothing > 0, BLOCK=BLOCK_V, num_warps=plan.ce_warps)
+                              ignore_index, smoothing, HAS_IDX=skip_ignored, HAS_SMOOTHING=smoothing > 0,
+                              BLOCK=BLOCK_V, num_warps=ce_warps)
         if overlap:
             side.wait_stream(main)  # the gradient chunk is ready
             ctx = torch.cuda.stream(side)
         else:
             ctx = contextlib.nullcontext()
         with ctx:
-            if start == 0:
+            if start == 0 and first_writes:
                 torch.mm(logits.t(), x_c, out=grad_w)  # no zero-fill and no read of dW on the first chunk
             else:
                 grad_w.addmm_(logits.t(), x_c)
@@ -249,10 +275,9 @@ def linear_cross_entropy_fwd_bwd(x: torch.Tensor, weight: torch.Tensor, target: 
             torch.mm(logits, weight, out=dx_rows[:n])
             _move_rows(dx_rows[:n], grad_x, idx_c, gather=False)
         else:
-            torch.mm(logits, weight, out=grad_x[start:stop])
+            torch.mm(logits, weight, out=grad_x[first_token + start:first_token + stop])
         if overlap:
             main.wait_stream(side)  # the next chunk overwrites the buffer (and x_rows) that dW reads
-    return loss_rows.sum(), grad_x, grad_w
 
 
 class LinearCrossEntropyFunction(torch.autograd.Function):
@@ -280,10 +305,10 @@ class LinearCrossEntropyFunction(torch.autograd.Function):
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, ignore_index: int = -100,
                          label_smoothing: float = 0.0, max_chunk_bytes: int | None = None, *,
                          chunk: int | None = None, overlap: bool | None = None,
-                         skip_ignored: bool | None = None) -> torch.Tensor:
+                         skip_ignored: bool | None = None, head: bool | None = None) -> torch.Tensor:
     """``F.cross_entropy(x @ weight.T, target)`` (mean) without materialising the logits. ``chunk`` fixes the
-    token rows per chunk (else from the budget); ``overlap`` and ``skip_ignored`` as in ``ChunkPlan`` (None:
-    from the measured thresholds, ``ChunkPlan.auto``)."""
-    plan_kw = {"chunk": chunk, "overlap": overlap, "skip_ignored": skip_ignored}
+    token rows per chunk (else from the budget); ``overlap``, ``skip_ignored`` and ``head`` as in ``ChunkPlan``
+    (None: from the measured thresholds, ``ChunkPlan.auto``)."""
+    plan_kw = {"chunk": chunk, "overlap": overlap, "skip_ignored": skip_ignored, "head": head}
     return LinearCrossEntropyFunction.apply(x, weight, target, ignore_index, label_smoothing, max_chunk_bytes,
                                             plan_kw)
