@@ -4,6 +4,7 @@
 # under its own time limit, each logging to $OUTDIR/<stage>.log; the bench stages write stamped records.
 #   tune_lce     LCE: time and peak memory per schedule at T = 2d and T = d (head on/off), the head's and one
 #                chunk's steps apart (tune.py lce)
+#   tune_lce_head  the head at T = d: its steps apart, column-CE launch settings, a profile of one call
 #   tune_swiglu  SwiGLU launch sweep (block, warps, evict-first loads), forward and backward apart; then
 #                forward+backward per setting against torch.compile, alternating, two rounds (tune.py swiglu)
 #   tune_odd     add+RMSNorm / RMSNorm at widths 4096 4097 5120 8191 8192: the split kernels (new, and with the
@@ -44,6 +45,7 @@ TUNE="gpufolio_projects.fused_kernels.tune"
 for s in $STAGES; do
   case "$s" in
     tune_lce) step tune_lce 60 "$PY" -m "$TUNE" lce ;;
+    tune_lce_head) step tune_lce_head 45 "$PY" -m "$TUNE" lce_head ;;
     tune_swiglu) step tune_swiglu 25 env TORCHINDUCTOR_CACHE_DIR=/tmp/fk_inductor "$PY" -m "$TUNE" swiglu
       # Inductor's launch settings for the same op (its generated kernels, cached above), for the comparison.
       grep -rh -B2 -A12 "@triton_heuristics.pointwise" /tmp/fk_inductor 2>/dev/null | head -120 > "$OUT/inductor_swiglu.log" ;;

@@ -1,6 +1,7 @@
 """Launch-parameter sweeps and a timing breakdown for the GPU box (tuning only: records come from the harness).
 
     python -m gpufolio_projects.fused_kernels.tune [copy] [norm] [odd] [odd_compile] [swiglu] [prof] [lce]
+                                                     [lce_head]
 
 Each line is one setting and its median time (triton.testing.do_bench, L2 flushed), so the defaults in ops/
 are chosen from measurements on the H200 rather than guessed. ``prof`` times add+RMSNorm forward+backward the
@@ -298,18 +299,42 @@ def _lce_head_steps(d: int, V: int, T: int = 4096) -> None:
     lt = gw.view(-1)[: V * T].view(V, T)
     loss = torch.empty(T, device="cuda")
     n_valid = (y != -100).sum()
-    buf = torch.empty(lh.VOCAB_CHUNK, d, device="cuda", dtype=torch.bfloat16)
+    vc = lh.VOCAB_CHUNK
+    buf = torch.empty(vc, d, device="cuda", dtype=torch.bfloat16)
     torch.mm(w, x.t(), out=lt)
     steps = {"logits^T mm": lambda: torch.mm(w, x.t(), out=lt),
+             "logits^T chunked": lambda: [torch.mm(w[v:v + vc], x.t(), out=lt[v:v + vc]) for v in range(0, V, vc)],
              "column CE": lambda: lh._ce_columns(lt, y, n_valid, loss, -100, 0.0),
              "grad_x mm": lambda: torch.mm(lt.t(), w, out=gx),
-             "grad_w chunk mms": lambda: [torch.mm(lt[v:v + lh.VOCAB_CHUNK], x, out=buf[: min(lh.VOCAB_CHUNK, V - v)])
-                                          for v in range(0, V, lh.VOCAB_CHUNK)],
-             "grad_w copies": lambda: [gw[v:v + lh.VOCAB_CHUNK].copy_(buf[: min(lh.VOCAB_CHUNK, V - v)])
-                                       for v in range(0, V, lh.VOCAB_CHUNK)]}
+             "grad_w chunk mms": lambda: [torch.mm(lt[v:v + vc], x, out=buf[: min(vc, V - v)])
+                                          for v in range(0, V, vc)],
+             "grad_w copies": lambda: [gw[v:v + vc].copy_(buf[: min(vc, V - v)]) for v in range(0, V, vc)]}
     for name, fn in steps.items():
         ms = do_bench(fn, warmup=25, rep=100)
         print(f"lce head T={T} {name:17s} {ms * 1e3:8.1f} us", flush=True)
+    # The column CE's launch settings: each line is the whole _ce_columns (statistics, lse, gradient).
+    default = (lh.STATS_BLOCK_V, lh.STATS_BLOCK_T, lh.STATS_WARPS, lh.GRAD_BLOCK_V, lh.GRAD_BLOCK_T, lh.GRAD_WARPS)
+    for cfg in [(32, 64, 8, 32, 128, 8), (64, 64, 8, 32, 128, 8), (64, 128, 8, 32, 128, 8), (128, 64, 8, 32, 128, 8),
+                (32, 128, 4, 32, 128, 8), (64, 64, 8, 64, 128, 8), (64, 64, 8, 16, 256, 8), (64, 64, 8, 32, 128, 4)]:
+        (lh.STATS_BLOCK_V, lh.STATS_BLOCK_T, lh.STATS_WARPS, lh.GRAD_BLOCK_V, lh.GRAD_BLOCK_T,
+         lh.GRAD_WARPS) = cfg
+        torch.mm(w, x.t(), out=lt)
+        ms = do_bench(lambda: lh._ce_columns(lt, y, n_valid, loss, -100, 0.0), warmup=25, rep=100)
+        print(f"lce head T={T} column CE stats {cfg[:3]} grad {cfg[3:]} {ms * 1e3:8.1f} us", flush=True)
+    (lh.STATS_BLOCK_V, lh.STATS_BLOCK_T, lh.STATS_WARPS, lh.GRAD_BLOCK_V, lh.GRAD_BLOCK_T, lh.GRAD_WARPS) = default
+    # Where a whole call's time goes, kernel by kernel (the steps above leave out the glue between them).
+    from torch.profiler import ProfilerActivity, profile
+
+    def call():
+        return lce.linear_cross_entropy_fwd_bwd(x, w, y, head=True)
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            call()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=18), flush=True)
 
 
 def _lce_chunk_steps(d: int, V: int, T: int = 8192, C: int = 256) -> None:
@@ -336,7 +361,8 @@ def main(argv: list[str]) -> None:
     todo = argv or ["copy", "norm", "odd", "swiglu", "prof", "lce"]
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, flush=True)
     steps = {"copy": tune_copy, "norm": tune_norm, "odd": tune_odd, "odd_compile": tune_odd_compile,
-             "swiglu": tune_swiglu, "prof": tune_prof, "lce": tune_lce}
+             "swiglu": tune_swiglu, "prof": tune_prof, "lce": tune_lce,
+             "lce_head": lambda: _lce_head_steps(4096, 128256)}
     for name in todo:
         steps[name]()
 

@@ -31,11 +31,14 @@ def _rms_grad(n, wdy, rstd, c):
 
 @triton.jit
 def _online_lse_step(m, acc, zsum, z, mask, HAS_SMOOTHING: tl.constexpr):
-    """One step of a per-lane running max m and sum of exp(z - m) (rescaled when m moves), and the sum of z for
-    label smoothing. Masked lanes must hold z = -inf; m starts at a finite floor so exp(m_old - m_new) stays
-    defined for lanes that only ever saw padding."""
-    m_new = tl.maximum(m, z)
-    acc = acc * tl.exp(m - m_new) + tl.exp(z - m_new)
+    """One step of a per-lane running max m and sum of exp(z - m), and the sum of z for label smoothing.
+    One exp per element, not two: if z > m the sum is rescaled by exp(m - z) and gains exp(0) = 1, otherwise it
+    gains exp(z - m); both are exp(-|z - m|). Masked lanes must hold z = -inf (they add exp(-inf) = 0); m
+    starts at a finite floor, so the first real z gives exp(-huge) = 0 and a sum of 1."""
+    e = tl.exp(-tl.abs(z - m))
+    up = z > m
+    acc = tl.where(up, acc * e + 1.0, acc + e)
+    m = tl.maximum(m, z)
     if HAS_SMOOTHING:
         zsum += tl.where(mask, z, 0.0)
-    return m_new, acc, zsum
+    return m, acc, zsum

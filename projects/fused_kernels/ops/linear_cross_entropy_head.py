@@ -22,8 +22,9 @@ import triton.language as tl
 from ._common import _online_lse_step
 
 VOCAB_CHUNK = 2048  # grad_W rows per product in the last step: [2048, d] x [d, d]-sized, about 2 waves at d=4096
-STATS_BLOCK_V, STATS_BLOCK_T = 32, 64  # a [32, 64] tile per loop step: 128-byte rows of bf16 along the tokens
-GRAD_BLOCK_V, GRAD_BLOCK_T = 32, 128
+# Column-CE launch settings (tile rows x token columns, warps). Provisional until tune.py lce_head sweeps them.
+STATS_BLOCK_V, STATS_BLOCK_T, STATS_WARPS = 32, 64, 8  # 128-byte rows of bf16 along the tokens per tile row
+GRAD_BLOCK_V, GRAD_BLOCK_T, GRAD_WARPS = 32, 128, 8
 
 
 @triton.jit
@@ -90,7 +91,7 @@ def _ce_columns(lt: torch.Tensor, target: torch.Tensor, n_valid: torch.Tensor, l
     stats = torch.empty((3, n_splits, n_cols), dtype=torch.float32, device=lt.device)
     _col_stats_kernel[(col_blocks, n_splits)](lt, stats, n_rows, n_cols, rows_per_split, n_splits,
                                               HAS_SMOOTHING=smoothing > 0, BLOCK_V=STATS_BLOCK_V,
-                                              BLOCK_T=STATS_BLOCK_T, num_warps=8)
+                                              BLOCK_T=STATS_BLOCK_T, num_warps=STATS_WARPS)
     m = stats[0].max(dim=0).values
     lse = m + torch.log((stats[1] * torch.exp(stats[0] - m)).sum(dim=0))
     valid = target != ignore_index
@@ -101,7 +102,8 @@ def _ce_columns(lt: torch.Tensor, target: torch.Tensor, n_valid: torch.Tensor, l
     torch.div(torch.where(valid, loss, 0.0), n_valid, out=loss_out)
     grid = (triton.cdiv(n_rows, GRAD_BLOCK_V), triton.cdiv(n_cols, GRAD_BLOCK_T))
     _col_grad_kernel[grid](lt, lse, target, n_valid, n_rows, n_cols, ignore_index, float(smoothing),
-                           HAS_SMOOTHING=smoothing > 0, BLOCK_V=GRAD_BLOCK_V, BLOCK_T=GRAD_BLOCK_T, num_warps=8)
+                           HAS_SMOOTHING=smoothing > 0, BLOCK_V=GRAD_BLOCK_V, BLOCK_T=GRAD_BLOCK_T,
+                           num_warps=GRAD_WARPS)
 
 
 def head_in_grad_w(x_h: torch.Tensor, weight: torch.Tensor, target_h: torch.Tensor, n_valid: torch.Tensor,
