@@ -82,6 +82,7 @@ def test_head_rule():
     assert auto(8192, 128256, 4096, 2, max_chunk_bytes=liger_budget).head  # 256-row chunks
     assert auto(4096, 128256, 4096, 2, max_chunk_bytes=4096 * 4096 * 2).head  # 128-row chunks
     assert not auto(8192, 128256, 4096, 2).head  # the default budget's 2048-row chunks
+    assert not auto(8192, 128256, 4096, 2, chunk=512).head  # a tie at 512 rows: the simpler schedule
     assert not auto(100, 1000, 64, 4, chunk=128).head  # one chunk holds every token
     assert not auto(8192, 128256, 4096, 2, max_chunk_bytes=liger_budget, head=False).head
 
