@@ -139,7 +139,8 @@ def _rowwise_configs(bench: str) -> callable:
             return out
         out = [{"T": T, w: big, "dtype": "bfloat16", "pass": ps} for ps in ("fwd", "fwd_bwd")
                for T in (2048, 8192, 32768)]
-        return out + [{"T": 16384, w: odd, "dtype": "bfloat16", "pass": ps} for ps in ("fwd", "fwd_bwd")]
+        odds = ODD_WIDTHS if bench == "rmsnorm" else (odd,)  # full mode holds every quick config too
+        return out + [{"T": 16384, w: n, "dtype": "bfloat16", "pass": ps} for n in odds for ps in ("fwd", "fwd_bwd")]
 
     return configs
 

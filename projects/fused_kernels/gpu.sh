@@ -11,6 +11,7 @@
 #                backward at twice its warps) against the plain ones (old), forward and forward+backward (tune.py odd)
 #   tune_odd_compile  RMSNorm at 4097 and 8191: ours against torch.compile, fwd and fwd+bwd (tune.py odd_compile)
 #   bench_rmsnorm, bench_swiglu, bench_lce, bench_norms (copy + add_rmsnorm)   quick-mode records
+#   bench_full   every bench at every size (full mode: 2048 to 32768 rows, both LCE shapes, label smoothing)
 #   bench_final  every bench in one run, in bench.py's order (copy, swiglu, linear_cross_entropy,
 #                add_rmsnorm, rmsnorm: the last ones are the first to go if the round's limit cuts it short)
 #   pytest       python -m pytest -m gpu projects/fused_kernels
@@ -22,7 +23,7 @@ export TRITON_INTERPRET=0
 date -u > "$OUT/env.log"
 STAGES="${FK_STAGES:-bench_final}"  # the final round: every record in one run (round 1 ran the tunes and pytest)
 
-BUDGET="${FK_BUDGET:-330}"  # the round's limit, less a margin: no stage runs past it
+BUDGET="${FK_BUDGET:-480}"  # the round's limit, less a margin: no stage runs past it
 
 step() {  # step NAME SECONDS CMD...: run with a time limit, log to $OUT/NAME.log, print the tail
   local name=$1 secs=$2; shift 2
@@ -55,6 +56,8 @@ for s in $STAGES; do
     bench_swiglu) bench bench_swiglu 30 --bench swiglu ;;
     bench_lce) bench bench_lce 110 --bench linear_cross_entropy ;;
     bench_norms) bench bench_norms 40 --bench copy --bench add_rmsnorm ;;
+    bench_full) step bench_full 420 "$PY" -m gpufolio bench --project fused_kernels --timeout 60 --out "$OUT" \
+      --no-progress ;;
     bench_final) bench bench_final 260 --bench copy --bench swiglu --bench linear_cross_entropy \
       --bench add_rmsnorm --bench rmsnorm ;;
     pytest) step pytest_gpu 60 "$PY" -m pytest -m gpu projects/fused_kernels -q -p no:cacheprovider ;;
