@@ -139,6 +139,9 @@ def _compiled_flex(p: dict, device, backward: bool):
     if p["causal"]:
         block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None, p["S"], p["S"],
                                        device=device)
+    # Fresh per case: dynamo caches per code object and, past its recompile limit (8 shapes in one worker),
+    # silently runs flex_attention eagerly — a full sweep measured that fallback before this reset.
+    torch._dynamo.reset()
     compiled = torch.compile(flex_attention, dynamic=False)
 
     def flex(q, k, v):
