@@ -107,7 +107,7 @@ def headline_bars(path: Path, rows: pd.DataFrame, base_name: str | None, title: 
 def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
     """The headline metric against one param, a line per variant (baselines dashed)."""
     rows = rows[(rows.status == "ok") & rows.is_headline_metric.astype(bool)].copy()
-    fig, ax = plt.subplots(figsize=(7.5, 4))
+    fig, ax = plt.subplots(figsize=(8.5, 4))  # room on the right for long variant labels in the legend
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rows.x)
     for i, (_, g) in enumerate(sorted(rows.groupby("variant"), key=lambda t: t[0])):
         g = g.sort_values("x")
@@ -122,7 +122,7 @@ def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
     ax.set_ylabel(rows.iloc[0].metric_unit)
     ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, path, right=0.74, bottom=0.13)
+    return _save(fig, path, right=0.66, bottom=0.13)
 
 
 def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: str) -> Path:

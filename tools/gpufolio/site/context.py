@@ -77,7 +77,8 @@ class RenderCtx:
     def _marker_chart(self, marker: M.Marker, run: pd.DataFrame, x: str | None) -> str:
         first = run.iloc[0]
         meta = first.record.get("bench_meta") or {}
-        title = f"{marker.args['project']}/{marker.args['bench']} — {first.gpu_name}, run {first.run_id}"
+        where = "".join(f" {k}={v}" for k, v in marker.filters.items())  # which slice, when the marker picks one
+        title = f"{marker.args['project']}/{marker.args['bench']}{where} — {first.gpu_name}, run {first.run_id}"
         ok = run[(run.status == "ok") & run.is_headline_metric.astype(bool)]
         if x and ok.params.map(lambda p: p.get(x)).nunique() > 1:
             ok = self.one_series(ok, x, meta.get("headline_params") or {}, marker)
