@@ -93,10 +93,10 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from . import store
-    from .provenance import source_digest
+    from .provenance import StaleCheck
 
     problems, stale, n = [], {}, 0
-    digests: dict[str, str] = {}  # one hash of each project's sources, not one per record
+    is_stale = StaleCheck()  # one hash of each project's sources and one git diff per commit, not per record
     files = args.paths or list(store.iter_result_files())
     for path in files:
         if not Path(path).exists():
@@ -105,9 +105,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         problems += rep.problems
         n += len(rep.records)
         for r in rep.records:
-            if r["project"] not in digests:
-                digests[r["project"]] = source_digest(r["project"])
-            if r["git"].get("source_digest") != digests[r["project"]]:
+            if is_stale(r["project"], r["git"]):
                 key = f"{r['project']} run {r['run_id']}"
                 stale[key] = stale.get(key, 0) + 1
     try:

@@ -12,7 +12,7 @@ import json
 import os
 import re
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import PROJECTS
@@ -24,20 +24,48 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 # Files a project's results depend on: its own sources, not its results, tests or prose.
 SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".h", ".hpp", ".cpp", ".c", ".sh"}
 SKIP_DIRS = {"results", "tests", "evidence", "__pycache__", ".build", "notes"}
-# A project whose benchmark imports another project's code depends on that code too.
-DEPENDS_ON = {"oss_pr_notes": ("fused_kernels",), "inference_engine": ("flash_attention",)}
+# A project whose benchmark imports another project's code depends on that code: the paths it imports (a file,
+# or a folder of them), not the other project's own bench script, tunes or plots, so that editing those does
+# not mark this project's runs stale.
+DEPENDS_ON = {"oss_pr_notes": {"fused_kernels": ("__init__.py", "ops")},
+              "inference_engine": {"flash_attention": ("__init__.py", "attention.py", "kernels")}}
+
+
+def _walk(path: Path) -> list[Path]:
+    """Source files under ``path`` (a folder, or one file), in a stable order."""
+    if path.is_file():
+        return [path] if path.suffix in SOURCE_SUFFIXES else []
+    files = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        files += [Path(dirpath) / f for f in sorted(filenames) if Path(f).suffix in SOURCE_SUFFIXES]
+    return files
 
 
 def source_files(project: str, root: Path | None = None) -> list[Path]:
     if project not in PROJECTS:
         raise KeyError(f"unknown project {project!r}")
     base = (root or repo_root()) / "projects"
-    files = []
-    for name in (project, *DEPENDS_ON.get(project, ())):
-        for dirpath, dirnames, filenames in os.walk(base / name):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-            files += [Path(dirpath) / f for f in sorted(filenames) if Path(f).suffix in SOURCE_SUFFIXES]
+    files = _walk(base / project)
+    for dep, paths in DEPENDS_ON.get(project, {}).items():
+        for rel in paths:
+            files += _walk(base / dep / rel)
     return files
+
+
+def is_source_path(project: str, path: str) -> bool:
+    """Whether a repository-relative path (posix) is one of ``project``'s source files by the rule
+    ``source_files`` walks; true also for a file deleted since, which the walk can no longer see."""
+    parts = PurePosixPath(path).parts
+    if len(parts) < 3 or parts[0] != "projects" or PurePosixPath(path).suffix not in SOURCE_SUFFIXES:
+        return False
+    owner, rest = parts[1], parts[2:]
+    if any(d in SKIP_DIRS or d.startswith(".") for d in rest[:-1]):
+        return False
+    if owner == project:
+        return True
+    return any(rest[:len(PurePosixPath(rel).parts)] == PurePosixPath(rel).parts
+               for rel in DEPENDS_ON.get(project, {}).get(owner, ()))
 
 
 def source_digest(project: str, root: Path | None = None) -> str:
@@ -48,6 +76,52 @@ def source_digest(project: str, root: Path | None = None) -> str:
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+class StaleCheck:
+    """``check(project, git)`` -> whether a record (its ``git`` block) was measured on sources that have changed.
+
+    Fresh when the record's source digest equals the tree's. When they differ and git knows the record's
+    commit, stale only if one of the project's source files (by today's rule) changed between that commit and
+    the working tree: a digest can also differ because the rule itself was narrowed, and then nothing the
+    numbers depend on has moved. No git, an unknown commit, or a record from a dirty tree: the digest decides."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root or repo_root()
+        self._digests: dict[str, str] = {}
+        self._changed: dict[str, set[str] | None] = {}
+        self._repo = _open_repo(self.root)
+
+    def __call__(self, project: str, git: dict[str, Any]) -> bool:
+        recorded = git.get("source_digest")
+        if not recorded:
+            return False  # nothing to compare: unknown, not stale
+        if project not in self._digests:
+            self._digests[project] = source_digest(project, self.root)
+        if recorded == self._digests[project]:
+            return False
+        clean = git.get("dirty") is not None and git.get("dirty") == False  # noqa: E712 (numpy bools from a frame)
+        changed = self._changed_since(git.get("sha")) if clean else None
+        return True if changed is None else any(is_source_path(project, p) for p in changed)
+
+    def _changed_since(self, sha: Any) -> set[str] | None:
+        if self._repo is None or not (isinstance(sha, str) and SHA_RE.match(sha)):
+            return None
+        if sha not in self._changed:
+            try:
+                names = self._repo.git.diff("--name-only", sha).splitlines() + list(self._repo.untracked_files)
+                self._changed[sha] = set(names)
+            except Exception:  # an unknown commit (a shallow clone, another repository): the digest decides
+                self._changed[sha] = None
+        return self._changed[sha]
+
+
+def _open_repo(root: Path):
+    try:
+        import git  # gitpython
+        return git.Repo(root, search_parent_directories=False)
+    except Exception:  # no gitpython, no .git (the GPU box): callers fall back to the digest
+        return None
 
 
 def _from_git(root: Path) -> dict[str, Any] | None:

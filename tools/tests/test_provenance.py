@@ -96,3 +96,48 @@ def test_source_digest_follows_sources_not_results(repo):
     assert source_digest("gemm_ladder", root) != before
     with pytest.raises(KeyError):
         provenance.source_files("nope", root)
+
+
+def test_a_dependency_counts_only_the_paths_imported_from_it():
+    dep = "projects/flash_attention/"
+    assert provenance.is_source_path("inference_engine", "projects/inference_engine/engine.py")
+    assert provenance.is_source_path("inference_engine", dep + "attention.py")
+    assert provenance.is_source_path("inference_engine", dep + "kernels/fwd.py")
+    assert not provenance.is_source_path("inference_engine", dep + "bench.py")  # its own bench, not imported
+    assert not provenance.is_source_path("inference_engine", "projects/inference_engine/tests/test_x.py")
+    assert not provenance.is_source_path("inference_engine", "projects/inference_engine/README.md")
+    assert not provenance.is_source_path("gemm_ladder", dep + "attention.py")
+
+
+def _record_git(root, r, digest=None):
+    return {"sha": r.head.commit.hexsha, "dirty": False,
+            "source_digest": digest or source_digest("gemm_ladder", root)}
+
+
+def test_stale_when_a_source_changed_since_the_run(repo):
+    root, r = repo
+    rec = _record_git(root, r)
+    check = provenance.StaleCheck(root)
+    assert not check("gemm_ladder", rec)
+    (root / "projects" / "gemm_ladder" / "kernel.cu").write_text("__global__ void faster() {}\n")
+    assert provenance.StaleCheck(root)("gemm_ladder", rec)
+
+
+def test_a_changed_digest_rule_alone_does_not_make_a_run_stale(repo):
+    """A record whose digest was computed by an older (wider) rule: git shows none of today's source files
+    changed since its commit, so it stays fresh; with an unknown commit or a dirty tree the digest decides."""
+    root, r = repo
+    rec = _record_git(root, r, digest="0123456789abcdef")
+    (root / "projects" / "gemm_ladder" / "README.md").write_text("prose\n")  # not a source
+    check = provenance.StaleCheck(root)
+    assert not check("gemm_ladder", rec)
+    assert check("gemm_ladder", dict(rec, sha="f" * 40))  # a commit this repository does not have
+    assert check("gemm_ladder", dict(rec, dirty=True))
+    assert not check("gemm_ladder", dict(rec, source_digest=None))  # nothing recorded: unknown, not stale
+
+
+def test_without_git_the_digest_decides(repo):
+    root, r = repo
+    rec = _record_git(root, r, digest="0123456789abcdef")
+    shutil.rmtree(root / ".git")
+    assert provenance.StaleCheck(root)("gemm_ladder", rec)

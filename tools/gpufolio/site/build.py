@@ -82,7 +82,7 @@ def _prnote_pages(repo_root: Path, docs_dir: Path, frame: pd.DataFrame) -> list[
 def prepared_frame(repo_root: Path, results_root: Path | None = None) -> pd.DataFrame:
     """The store's frame with the site's columns; staleness is judged against ``repo_root``'s sources."""
     frame = store.load_frame(results_root or repo_root)
-    return R.prepare(frame, {p: provenance.source_digest(p, repo_root) for p in R.projects()})
+    return R.prepare(frame, provenance.StaleCheck(repo_root))
 
 
 def render(repo_root: Path | None = None, results_root: Path | None = None, docs_dir: Path | None = None,

@@ -1,8 +1,9 @@
 """The store as the site sees it: one prepared frame, the honesty verdict per record, and small formatters.
 
-``prepare(frame, digests)`` adds to ``gpufolio.store.load_frame()``'s long frame:
+``prepare(frame, is_stale)`` adds to ``gpufolio.store.load_frame()``'s long frame:
     reason   None when a record may be a headline number, else why not ("dirty tree", "failed correctness", ...)
-    stale    the record's source digest differs from the current tree's (shown as a badge, still counted)
+    stale    the sources behind the record changed since its run (``provenance.StaleCheck``; a badge, still
+             counted)
     date     the run's date (YYYY-MM-DD), anchor (the run's anchor on the runs page), label (variant label)
 Every page, table and marker reads this one frame, so the rules live in one place.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,15 +69,16 @@ def run_anchor(run_id: str) -> str:
     return "run-" + re.sub(r"[^a-z0-9_-]", "-", run_id.lower())
 
 
-def prepare(frame: pd.DataFrame, digests: Mapping[str, str | None]) -> pd.DataFrame:
-    """Add the site's columns. ``digests`` maps project -> the current tree's source digest."""
+def prepare(frame: pd.DataFrame, is_stale: Callable[[str, dict[str, Any]], bool]) -> pd.DataFrame:
+    """Add the site's columns. ``is_stale(project, git)``: a ``provenance.StaleCheck`` of the current tree."""
     df = frame.copy()
     if df.empty:
         for col in ("reason", "stale", "date", "anchor", "label", "params_text"):
             df[col] = pd.Series(dtype=object)
         return df
     df["reason"] = [reason_not_counted(r) for r in df.to_dict("records")]
-    df["stale"] = [bool(d and digests.get(p) and d != digests.get(p)) for p, d in zip(df.project, df.source_digest)]
+    df["stale"] = [bool(is_stale(p, {"source_digest": d, "sha": sha, "dirty": dirty}))
+                   for p, d, sha, dirty in zip(df.project, df.source_digest, df.git_sha, df.git_dirty)]
     df["date"] = df.created_at.str.slice(0, 10)
     df["anchor"] = df.run_id.map(run_anchor)
     df["label"] = [variant_label(rec, v) for rec, v in zip(df.record, df.variant)]

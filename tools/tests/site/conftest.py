@@ -17,7 +17,7 @@ SITE = records.Site("https://github.com/gpufolio/gpufolio")
 
 def prepared_frame(root: Path = FIXTURE_ROOT):
     frame = store.load_frame(root)
-    return records.prepare(frame, {p: provenance.source_digest(p, root) for p in PROJECTS})
+    return records.prepare(frame, provenance.StaleCheck(root))
 
 
 @pytest.fixture(scope="session")
