@@ -108,30 +108,31 @@ class StaleCheck:
         if self._repo is None or not (isinstance(sha, str) and SHA_RE.match(sha)):
             return None
         if sha not in self._changed:
+            import git  # importable: _open_repo found a repository with it
+
             try:
                 names = self._repo.git.diff("--name-only", sha).splitlines() + list(self._repo.untracked_files)
                 self._changed[sha] = set(names)
-            except Exception:  # an unknown commit (a shallow clone, another repository): the digest decides
+            except git.GitCommandError:  # an unknown commit (a shallow clone, another repository)
                 self._changed[sha] = None
         return self._changed[sha]
 
 
 def _open_repo(root: Path):
-    try:
-        import git  # gitpython
-        return git.Repo(root, search_parent_directories=False)
-    except Exception:  # no gitpython, no .git (the GPU box): callers fall back to the digest
-        return None
-
-
-def _from_git(root: Path) -> dict[str, Any] | None:
+    """The git repository at ``root``, or None without gitpython (the GPU box) or without a checkout."""
     try:
         import git  # gitpython
     except ImportError:
         return None
     try:
-        repo = git.Repo(root, search_parent_directories=False)
+        return git.Repo(root, search_parent_directories=False)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+
+
+def _from_git(root: Path) -> dict[str, Any] | None:
+    repo = _open_repo(root)
+    if repo is None:
         return None
     try:
         sha = repo.head.commit.hexsha
