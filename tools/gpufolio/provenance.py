@@ -90,18 +90,25 @@ class StaleCheck:
         self.root = root or repo_root()
         self._digests: dict[str, str] = {}
         self._changed: dict[str, set[str] | None] = {}
+        self._verdicts: dict[tuple, bool] = {}  # the site asks once per metric row: many rows share a run
         self._repo = _open_repo(self.root)
 
     def __call__(self, project: str, git: dict[str, Any]) -> bool:
         recorded = git.get("source_digest")
         if not recorded:
             return False  # nothing to compare: unknown, not stale
+        clean = git.get("dirty") is not None and git.get("dirty") == False  # noqa: E712 (numpy bools from a frame)
+        key = (project, recorded, git.get("sha"), clean)
+        if key not in self._verdicts:
+            self._verdicts[key] = self._judge(project, recorded, git.get("sha"), clean)
+        return self._verdicts[key]
+
+    def _judge(self, project: str, recorded: str, sha: Any, clean: bool) -> bool:
         if project not in self._digests:
             self._digests[project] = source_digest(project, self.root)
         if recorded == self._digests[project]:
             return False
-        clean = git.get("dirty") is not None and git.get("dirty") == False  # noqa: E712 (numpy bools from a frame)
-        changed = self._changed_since(git.get("sha")) if clean else None
+        changed = self._changed_since(sha) if clean else None
         return True if changed is None else any(is_source_path(project, p) for p in changed)
 
     def _changed_since(self, sha: Any) -> set[str] | None:
