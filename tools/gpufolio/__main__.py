@@ -1,4 +1,4 @@
-"""``python -m gpufolio``: bench | env | check | provenance | site | worklog | pr-note.
+"""``python -m gpufolio``: bench | env | check | provenance | site | worklog | compare | pr-note.
 
     python -m gpufolio bench --project gemm_ladder --quick      # on a GPU box: check, time, stamp, record
     python -m gpufolio bench --dry-run                          # CPU paths only; records marked dry_run
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, help="write records under OUT/<project>/ instead of projects/<p>/results/")
     b.add_argument("--timeout", type=float, default=300.0, help="seconds per case before it is killed (300)")
     b.add_argument("--no-progress", action="store_true")
+    b.add_argument("--compare-to", metavar="RUN", help="then compare with RUN (latest, a run id, a commit)")
 
     sub.add_parser("env", help="print the environment stamp (JSON)").add_argument(
         "--ceilings", action="store_true", help="also measure copy bandwidth and cuBLAS rates (GPU only)")
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 DELEGATED = {
     "site": ("site", "render the site (then mkdocs build --strict)"),
     "worklog": ("worklog", "draft a worklog entry"),
+    "compare": ("compare", "compare two runs case by case, with noise (B/A, faster / slower / within noise)"),
     "pr-note": ("prnotes.cli", "draft an OSS-PR note from a local clone"),
 }
 
@@ -79,6 +81,10 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
         raise CliError(str(e)) from None
     print(summary_table(result.records))
     print(f"\nrun {result.run_id}: {len(result.records)} records in " + ", ".join(map(str, result.paths)))
+    if args.compare_to:
+        from .compare import after_bench
+
+        return after_bench(args.compare_to, result.records, args.out)
     return 0
 
 
