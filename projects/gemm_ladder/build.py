@@ -1,6 +1,7 @@
 """Builds a ladder's CUDA sources into one PyTorch extension, cached across runs.
 
-Why torch.utils.cpp_extension: it compiles with ninja in parallel (a cold build of a whole ladder takes
+Why torch.utils.cpp_extension (through ``gpufolio.extension``, which bounds the build in time and clears a lock
+an interrupted build left behind): it compiles with ninja in parallel (a cold build of a whole ladder takes
 about a minute on the GPU box's 16 cores), caches by source hash in TORCH_EXTENSIONS_DIR (a warm start is
 an import), and hands back functions that take torch tensors, so the bench and tests need no ctypes glue.
 The kernels themselves are plain CUDA (raw pointers, a stream): nvcc compiles them without torch, which is
@@ -31,7 +32,7 @@ def build_dir(name: str) -> Path:
 def load_extension(name: str, sources: tuple[str, ...], extra_cuda_cflags: tuple[str, ...] = SM90A_FLAGS):
     """Compile (or load from cache) ``sources`` as extension ``name``; returns the imported module."""
     import torch
-    from torch.utils.cpp_extension import load
+    from gpufolio.extension import load
 
     if not torch.cuda.is_available():
         raise RuntimeError(f"building {name} needs a CUDA GPU and nvcc; this machine has no GPU")
@@ -40,6 +41,6 @@ def load_extension(name: str, sources: tuple[str, ...], extra_cuda_cflags: tuple
         sources=[str(HERE / s) for s in sources],
         extra_cuda_cflags=[*COMMON_CUDA_FLAGS, *extra_cuda_cflags],
         extra_cflags=["-O3"],
-        build_directory=str(build_dir(name)),
+        build_directory=build_dir(name),
         verbose=os.environ.get("GPUFOLIO_BUILD_VERBOSE") == "1",
     )

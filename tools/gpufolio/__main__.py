@@ -69,6 +69,7 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
             benches(p)
     except UnknownProject as e:
         raise CliError(str(e.args[0])) from None
+    _require_known(projects, args.bench, args.variant)
     mode = "dry" if args.dry_run else "quick" if args.quick else "full"
     plan = Plan(projects, mode, set(args.bench), set(args.variant))
     if not plan.jobs():
@@ -88,6 +89,23 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
+def _require_known(projects: list[str], bench_names: list[str], variant_names: list[str]) -> None:
+    """Unknown bench or variant names are a one-line error, never a run of the baselines alone."""
+    from .projects import benches
+
+    selected = [b for p in projects for b in benches(p) if not bench_names or b.name in bench_names]
+    known_benches = {b.name for p in projects for b in benches(p)}
+    unknown = sorted(set(bench_names) - known_benches)
+    if unknown:
+        raise CliError(f"unknown bench {', '.join(unknown)} in {', '.join(projects)}; "
+                       f"benches are: {', '.join(sorted(known_benches))}")
+    known_variants = {v.name for b in selected for v in b.variants}
+    unknown = sorted(set(variant_names) - known_variants)
+    if unknown:
+        raise CliError(f"unknown variant {', '.join(unknown)} for the selected benches; "
+                       f"variants are: {', '.join(sorted(known_variants))}")
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     from .provenance import git_info
     from .stamp import collect_env, measure_ceilings
@@ -103,10 +121,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     problems, stale, n = [], {}, 0
     is_stale = StaleCheck()  # one hash of each project's sources and one git diff per commit, not per record
-    files = args.paths or list(store.iter_result_files())
-    for path in files:
+    for path in args.paths:
+        if Path(path).is_dir():
+            raise CliError(f"{path} is a directory; give results files (projects/<p>/results/<run>.jsonl), "
+                           "or no path for the whole store")
         if not Path(path).exists():
             raise CliError(f"no such results file: {path}")
+        if Path(path).suffix != ".jsonl":
+            raise CliError(f"{path} is not a results file (projects/<p>/results/<run>.jsonl)")
+    files = args.paths or list(store.iter_result_files())
+    if not args.paths:
+        problems += [f"{p}: records under a folder that is not a project ({', '.join(PROJECTS)})"
+                     for p in store.stray_result_files()]
+    for path in files:
         rep = store.read_file(Path(path), strict=False)
         problems += rep.problems
         n += len(rep.records)

@@ -123,9 +123,15 @@ class Case:
 
     fn:             the call under test; reads ``inputs`` and returns its outputs (tensor or tuple).
                     It may write into input entries named in ``outputs_in_inputs``: the harness fills
-                    those with NaN before every checked call, so an unwritten element fails.
+                    those with NaN before every checked call, so an unwritten element fails. Every other
+                    input must be bit-identical after the call, unless named in ``mutable_inputs``.
     make_inputs:    fresh random inputs (never zeros) from the generator the harness passes; called
-                    for every check and for the timed loop.
+                    for every check, for the timed loop, and before every timed repetition, whose
+                    values are copied into the timed tensors in place (same storage, new values), so a
+                    call that replays a stored result is caught on the repetition the harness checks.
+    mutable_inputs: inputs the call legitimately updates as state (a library that overwrites its
+                    inputs with gradients, a cache): neither poisoned nor required to be unchanged.
+                    Say in the bench why each one is there.
     reference:      higher-precision outputs for the same inputs (fp64/fp32). Used with ``tolerance``.
     tolerance:      Tolerance, a dict {output index: Tolerance}, FlashRule, or None when ``check`` is given.
     lowp_reference: PyTorch's own same-dtype result (needed by FlashRule).
@@ -143,6 +149,7 @@ class Case:
     lowp_reference: Callable[[Inputs], Outputs] | None = None
     check: Callable[[Inputs, Outputs], CheckResult] | None = None
     outputs_in_inputs: Sequence[str] = ()
+    mutable_inputs: Sequence[str] = ()
     timing: Timing = field(default_factory=Timing)
     extra_metrics: Callable[[float], Mapping[str, tuple]] | None = None
     reference_name: str = "fp64"
@@ -152,6 +159,9 @@ class Case:
             raise ValueError("a Case needs either check=..., or reference=... with tolerance=...")
         if isinstance(self.tolerance, FlashRule) and self.lowp_reference is None:
             raise ValueError("FlashRule needs lowp_reference (PyTorch's own same-dtype result)")
+        both = set(self.outputs_in_inputs) & set(self.mutable_inputs)
+        if both:
+            raise ValueError(f"inputs {sorted(both)} are named both as outputs and as mutable state")
 
 
 class Unsupported(Exception):

@@ -1,8 +1,14 @@
 """The correctness gate: a variant's time is recorded only if its output matches a higher-precision reference.
 
 Every check draws fresh random inputs (a kernel returning a cached output fails), NaN-poisons the outputs the
-call writes in place (a kernel that writes nothing, or skips a tail, fails), rejects NaN/Inf, and runs both
-before and after the timed loop (a kernel right only on its first call fails).
+call writes in place (a kernel that writes nothing, or skips a tail, fails), rejects NaN/Inf, and runs before
+the timed loop, on the last timed repetition's own inputs and outputs (a kernel that replays a stored result
+fails), and after the timed loop (a kernel right only on its first call fails).
+
+Inputs are evidence: the reference is computed from a pristine copy taken before the call, and every input the
+case does not declare as written (``outputs_in_inputs``) or as state (``mutable_inputs``) must be bit-identical
+after the call. A kernel that overwrites its inputs fails, naming the tensor, instead of agreeing with a
+reference computed from the damage.
 """
 from __future__ import annotations
 
@@ -129,20 +135,94 @@ def _finite_or_none(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def run_check(case: Case, gen: Any, sync=lambda: None) -> dict[str, Any]:
-    """One gate pass: fresh inputs from ``gen``, poison, call, compare. Returns the correctness dict."""
-    inputs = case.make_inputs(gen)
-    poison(inputs, case.outputs_in_inputs)
-    out = case.fn(inputs)
-    sync()
+def _map_tensors(value: Any, fn) -> Any:
+    """``value`` with every tensor inside it (nested lists, tuples, dicts) replaced by ``fn(tensor)``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _map_tensors(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_tensors(v, fn) for v in value)
+    return value
+
+
+def _tensors(value: Any) -> list:
+    found: list = []
+    _map_tensors(value, lambda t: found.append(t) or t)
+    return found
+
+
+def _pristine_tensor(t):
+    copy = t.detach().clone()
+    return copy.requires_grad_(True) if t.requires_grad and t.is_leaf else copy
+
+
+def pristine_copy(case: Case, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``inputs`` taken before the call: the evidence the reference is computed from.
+
+    Entries the call may write (``outputs_in_inputs``, ``mutable_inputs``) are shared, not copied."""
+    writable = set(case.outputs_in_inputs) | set(case.mutable_inputs)
+    return {k: v if k in writable else _map_tensors(v, _pristine_tensor) for k, v in inputs.items()}
+
+
+def _same_bits(a, b) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = a.detach().reshape(-1).contiguous(), b.detach().reshape(-1).contiguous()
+    try:
+        import torch
+
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    except RuntimeError:  # a dtype that cannot be viewed as bytes
+        return bool((a == b).all())
+
+
+def changed_inputs(case: Case, inputs: Mapping[str, Any], pristine: Mapping[str, Any]) -> list[str]:
+    """Names of the inputs that the call changed although the case declares them read-only."""
+    writable = set(case.outputs_in_inputs) | set(case.mutable_inputs)
+    changed = []
+    for name, value in pristine.items():
+        if name in writable:
+            continue
+        now, before = _tensors(inputs.get(name)), _tensors(value)
+        if len(now) != len(before) or not all(_same_bits(x, y) for x, y in zip(now, before)):
+            changed.append(name)
+    return changed
+
+
+def judge(case: Case, inputs: Mapping[str, Any], pristine: Mapping[str, Any], out: Any) -> dict[str, Any]:
+    """Compare one call's outputs with the reference for the inputs it was given (their pristine copy)."""
+    changed = changed_inputs(case, inputs, pristine)
+    if changed:
+        res = _fail(f"the call changed its input(s) {', '.join(changed)}, which the case declares read-only")
+        res["reference"] = case.reference_name
+        res["detail"]["changed_inputs"] = changed
+        return res
     if case.check is not None:
-        res: CheckResult = case.check(inputs, out)
+        res: CheckResult = case.check(dict(pristine), out)
         return {"passed": bool(res.passed), "reference": res.reference, "max_abs_err": None, "max_rel_err": None,
                 "atol": None, "rtol": None, "checks": [], "detail": dict(res.detail)}
-    ref = case.reference(inputs)
+    ref = case.reference(dict(pristine))
     if isinstance(case.tolerance, FlashRule):
-        result = compare_flash_rule(out, ref, case.lowp_reference(inputs), case.tolerance)
+        result = compare_flash_rule(out, ref, case.lowp_reference(dict(pristine)), case.tolerance)
     else:
         result = compare(out, ref, case.tolerance)
     result["reference"] = case.reference_name
     return result
+
+
+def prepare_checked_call(case: Case, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Poison the outputs and take the pristine copy: everything a checked call needs beforehand."""
+    poison(inputs, case.outputs_in_inputs)
+    return pristine_copy(case, inputs)
+
+
+def run_check(case: Case, gen: Any, sync=lambda: None) -> dict[str, Any]:
+    """One gate pass: fresh inputs from ``gen``, poison, copy, call, compare. Returns the correctness dict."""
+    inputs = case.make_inputs(gen)
+    pristine = prepare_checked_call(case, inputs)
+    out = case.fn(inputs)
+    sync()
+    return judge(case, inputs, pristine, out)

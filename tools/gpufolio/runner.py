@@ -48,8 +48,8 @@ class WorkerHandle:
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)  # spawn copies os.environ at start: TRITON_INTERPRET for dry runs
         try:
-            self.proc = ctx.Process(target=serve, args=(child, str(self.log_path) if self.log_path else None),
-                                    daemon=True)
+            self.proc = ctx.Process(target=serve, daemon=True,
+                                    args=(child, str(self.log_path) if self.log_path else None, os.getpid()))
             self.proc.start()
         finally:
             for k, v in saved.items():
@@ -170,8 +170,24 @@ def make_record(job: dict, reply: dict, *, run_id: str, env: dict, git: dict, di
         "metric": result["metric"], "extra_metrics": result.get("extra_metrics") or [],
         "timing": result["timing"], "work": result.get("work") or {}, "memory": result.get("memory"),
         "correctness": result.get("correctness"), "status": result["status"], "message": result.get("message"),
+        "setup": result.get("setup"),
         "env": env, "git": dict(git, source_digest=digest), "command": command, "bench_meta": bench_meta(bench),
     }
+
+
+def _record_or_error(job: dict, reply: dict, path: Path, **stamp) -> dict:
+    """Write the job's record; one that cannot be built or is rejected by the schema becomes an ``error``
+    record naming the field, so every job leaves a record and the sweep goes on."""
+    try:
+        rec = make_record(job, reply, **stamp)
+        store.append(path, rec)
+        return rec
+    except (store.RecordError, ValueError, TypeError, KeyError) as e:
+        msg = f"the record could not be written: {e}"[:2000]
+        print(f"gpufolio: {job['project']}/{job['bench']} {job['variant']}: {msg}", file=sys.stderr)
+        rec = make_record(job, {"status": "error", "message": msg}, **stamp)
+        store.append(path, rec)
+        return rec
 
 
 @dataclass
@@ -213,10 +229,9 @@ def run(plan: Plan, *, out_dir: Path | None = None, timeout_s: float = DEFAULT_T
             reply = worker.call(job, timeout_s)
             if not dry and env.get("gpu"):
                 env = dict(env, gpu=dict(env["gpu"], clocks_end=_clocks(worker, timeout_s)))
-            rec = make_record(job, reply, run_id=run_id, env=env, git=git, digest=digests[job["project"]],
-                              command=command)
             path = (out_dir / job["project"] if out_dir else store.results_dir(job["project"], root)) / f"{run_id}.jsonl"
-            store.append(path, rec)
+            rec = _record_or_error(job, reply, path, run_id=run_id, env=env, git=git,
+                                   digest=digests[job["project"]], command=command)
             records.append(rec)
             paths.add(path)
     finally:

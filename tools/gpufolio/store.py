@@ -6,6 +6,7 @@ leave at most a torn last line; the loader reports it and keeps every complete r
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -57,8 +58,28 @@ def results_dir(project: str, root: Path | None = None) -> Path:
     return (root or repo_root()) / "projects" / project / "results"
 
 
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """The path of the first NaN or infinity inside ``value`` (JSON has no spelling for them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(top level)"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        hit = _non_finite(v, f"{path}/{k}" if path else str(k))
+        if hit:
+            return hit
+    return None
+
+
 def append(path: Path, record: dict) -> None:
     """Validate, then append one line with flush+fsync, so a killed run loses at most the line in flight."""
+    bad = _non_finite(record)
+    if bad:
+        raise RecordError(f"{path}: {bad}: not a finite number")
     validate(record, where=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
@@ -89,6 +110,12 @@ def iter_result_files(root: Path | None = None) -> Iterator[Path]:
     base = (root or repo_root()) / "projects"
     for project in PROJECTS:
         yield from sorted((base / project / "results").glob("*.jsonl"))
+
+
+def stray_result_files(root: Path | None = None) -> list[Path]:
+    """Results files under ``projects/<name>/results/`` whose ``name`` is not a project: never read, so said."""
+    base = (root or repo_root()) / "projects"
+    return sorted(p for p in base.glob("*/results/*.jsonl") if p.parent.parent.name not in PROJECTS)
 
 
 def read_file(path: Path, strict: bool = True) -> LoadReport:

@@ -4,6 +4,11 @@ Both return the same statistics (median with p20/p80/min/max/n). The rep count c
 ``rep_ms`` of work, but never fewer than ``min_reps`` (a 200 ms kernel is still timed 10 times).
 Between event-timed reps the L2 is flushed by writing a buffer larger than it (the H200's L2 is 60 MB), so
 inputs are not served from cache; the flush itself sits outside the timed region.
+
+``prepare(i, n)`` runs before timed rep ``i`` of ``n``, outside the timed region: the worker refreshes the
+inputs in place there (new values, same storage) and readies the check of the last rep. With events timing a
+short device-side wait follows it, so the host work of ``prepare`` never leaves the GPU idle in front of the
+timed call (an idle queue would add launch latency to small kernels' times).
 """
 from __future__ import annotations
 
@@ -14,6 +19,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 L2_FLUSH_BYTES = 256 * 2**20
+# Device cycles the stream waits after ``prepare`` (~50 us at 2 GHz), while the host queues the timed call.
+PREPARE_GAP_CYCLES = 100_000
+
+Prepare = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ def rep_counts(estimate_ms: float, warmup_ms: float, rep_ms: float, warmup_min: 
 
 def time_wall(fn: Callable[[], object], *, warmup_ms: float = 100, rep_ms: float = 1000, min_reps: int = 10,
               max_reps: int = 1000, warmup_min: int = 1, sync: Callable[[], None] | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> Stats:
+              clock: Callable[[], float] = time.perf_counter, prepare: Prepare | None = None) -> Stats:
     """Host clock around each call, with ``sync`` (the device's synchronize) before reading the clock."""
     if sync is None:
         sync = _cuda_sync_or_noop()
@@ -74,7 +83,12 @@ def time_wall(fn: Callable[[], object], *, warmup_ms: float = 100, rep_ms: float
     n_warm, n_rep = rep_counts(estimate, warmup_ms, rep_ms, warmup_min, min_reps, max_reps)
     for _ in range(max(n_warm - 1, 0)):
         one()
-    return summarize([one() for _ in range(n_rep)], "wall")
+    samples = []
+    for i in range(n_rep):
+        if prepare is not None:
+            prepare(i, n_rep)
+        samples.append(one())
+    return summarize(samples, "wall")
 
 
 def _cuda_sync_or_noop() -> Callable[[], None]:
@@ -90,7 +104,7 @@ def _cuda_sync_or_noop() -> Callable[[], None]:
 
 def time_events(fn: Callable[[], object], *, warmup_ms: float = 100, rep_ms: float = 500, min_reps: int = 10,
                 max_reps: int = 1000, warmup_min: int = 3, flush_l2: bool = True,
-                cuda_graph: bool = False) -> Stats:
+                cuda_graph: bool = False, prepare: Prepare | None = None) -> Stats:
     """CUDA events around each rep; optional CUDA-graph replay of ``fn`` (launch gaps removed)."""
     import torch
 
@@ -129,7 +143,11 @@ def time_events(fn: Callable[[], object], *, warmup_ms: float = 100, rep_ms: flo
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
+        if prepare is not None:
+            prepare(i, n_rep)
         flush()
+        if prepare is not None and hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(PREPARE_GAP_CYCLES)
         starts[i].record()
         call()
         ends[i].record()

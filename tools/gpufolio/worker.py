@@ -6,8 +6,10 @@ access, a device-side assert) the worker exits, and the runner starts a fresh on
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -42,35 +44,111 @@ def _peak_extra_bytes(case, inputs, device) -> dict[str, Any] | None:
     return {"peak_allocated_bytes": float(peak), "peak_extra_bytes": float(peak - before)}
 
 
-def _merge_checks(before: dict, after: dict | None) -> dict:
-    """One correctness entry for the record: passed only if both passes passed; both passes kept."""
-    worst = after if (after is not None and not after["passed"]) or before["passed"] else before
-    merged = dict(worst)
-    merged["passed"] = before["passed"] and (after is None or after["passed"])
-    merged["checks"] = [dict(c, phase="before_timing") for c in before.get("checks", [])]
-    if after is not None:
-        merged["checks"] += [dict(c, phase="after_timing") for c in after.get("checks", [])]
-    merged["detail"] = {"before_timing": before.get("detail"), "after_timing": after.get("detail") if after else None}
+PHASES = ("before_timing", "timed_rep", "after_timing")
+
+
+def _merge_checks(*passes: dict | None) -> dict:
+    """One correctness entry for the record: passed only if every pass passed; every pass kept by phase
+    (before timing, the last timed repetition on its own inputs, after timing)."""
+    ran = [(phase, p) for phase, p in zip(PHASES, passes) if p is not None]
+    failed = [p for _, p in ran if not p["passed"]]
+    merged = dict(failed[0] if failed else ran[-1][1])
+    merged["passed"] = not failed
+    merged["checks"] = [dict(c, phase=phase) for phase, p in ran for c in p.get("checks", [])]
+    merged["detail"] = {phase: (p.get("detail") if p is not None else None) for phase, p in zip(PHASES, passes)}
     return merged
+
+
+def _refresh_in_place(case, inputs: dict, gen, *, fixed_storage: bool) -> None:
+    """New random values from ``make_inputs`` copied into the timed inputs' own storage.
+
+    Same pointers, new contents: a call that keys a stored result on the buffers it is given replays a stale
+    answer, which the check of the last repetition catches; one that keys it on contents never hits."""
+    import torch
+
+    from .check import _tensors
+
+    fresh = case.make_inputs(gen)
+    with torch.no_grad():
+        for name, new in fresh.items():
+            old = inputs.get(name)
+            olds, news = _tensors(old), _tensors(new)
+            same = len(olds) == len(news) and all(o.shape == n.shape and o.dtype == n.dtype
+                                                  for o, n in zip(olds, news))
+            if olds and same:
+                for o, n in zip(olds, news):
+                    o.copy_(n)
+            elif fixed_storage:
+                raise ValueError(f"make_inputs changed the shape of {name!r} between calls; a CUDA-graph case "
+                                 "needs inputs of fixed shapes")
+            else:
+                inputs[name] = new
+
+
+class TimedCheck:
+    """The timed loop's own check: refresh before every rep, poison and copy before the last, judge after."""
+
+    def __init__(self, case, inputs: dict, gen, fixed_storage: bool):
+        self.case, self.inputs, self.gen, self.fixed = case, inputs, gen, fixed_storage
+        self.pristine: dict | None = None
+        self.out = None
+
+    def call(self):
+        self.out = self.case.fn(self.inputs)
+        return self.out
+
+    def prepare(self, i: int, n: int) -> None:
+        from .check import prepare_checked_call
+
+        _refresh_in_place(self.case, self.inputs, self.gen, fixed_storage=self.fixed)
+        if i == n - 1:
+            self.pristine = prepare_checked_call(self.case, self.inputs)
+
+    def judge(self) -> dict:
+        from .check import judge
+
+        if self.pristine is None:
+            raise RuntimeError("the timed loop ran no repetition")
+        return judge(self.case, self.inputs, self.pristine, self.out)
+
+
+def _check_metric(name: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise BadRecord(f"metric {name!r} is {value}: a number must be finite")
+    return value
+
+
+class BadRecord(ValueError):
+    """A measured result that cannot go into a record (a non-finite metric); recorded as an error."""
+
+
+NO_NUMBERS = {"metric": None, "extra_metrics": [], "timing": None, "memory": None}
 
 
 def run_case(job: dict) -> dict[str, Any]:
     """Execute one job; never raises for a failing case (the failure is the result)."""
     import torch
 
+    from . import extension
+
     bench = find_bench(job["project"], job["bench"])
     variant = bench.variant(job["variant"])
     dry = job["mode"] == "dry"
     device = torch.device("cpu" if dry else "cuda")
     result: dict[str, Any] = {"status": "error", "message": None, "metric": None, "extra_metrics": [],
-                              "timing": None, "work": {}, "correctness": None, "memory": None}
+                              "timing": None, "work": {}, "correctness": None, "memory": None, "setup": None}
     reason = variant.available() if variant.available else None
     if reason:
         return result | {"status": "skipped", "message": reason}
+    extension.take_builds()
+    t0 = time.perf_counter()
     try:
         case = bench.case(variant.name, dict(job["params"]), device)
     except Unsupported as e:
         return result | {"status": "skipped", "message": str(e) or "unsupported"}
+    finally:
+        result["setup"] = {"case_s": round(time.perf_counter() - t0, 3), "builds": extension.take_builds()}
     result["work"] = {"flops": case.work.flops, "bytes": case.work.bytes, "tokens": case.work.tokens}
     sync = _sync_fn(device)
     gen = torch.Generator(device=device)
@@ -86,29 +164,37 @@ def run_case(job: dict) -> dict[str, Any]:
     inputs = case.make_inputs(gen)
     result["memory"] = _peak_extra_bytes(case, inputs, device)
     t = case.timing
+    timed = TimedCheck(case, inputs, gen, fixed_storage=t.cuda_graph and not dry and t.method == "events")
     if dry or t.method == "wall":
         from .timing import time_wall
 
-        stats = time_wall(lambda: case.fn(inputs), warmup_ms=t.warmup_ms, rep_ms=t.rep_ms,
+        stats = time_wall(timed.call, warmup_ms=t.warmup_ms, rep_ms=t.rep_ms,
                           min_reps=3 if dry else t.min_reps, max_reps=t.max_reps,
-                          warmup_min=1 if dry else t.warmup_min, sync=sync)
+                          warmup_min=1 if dry else t.warmup_min, sync=sync, prepare=timed.prepare)
     else:
         from .timing import time_events
 
-        stats = time_events(lambda: case.fn(inputs), warmup_ms=t.warmup_ms, rep_ms=t.rep_ms, min_reps=t.min_reps,
+        stats = time_events(timed.call, warmup_ms=t.warmup_ms, rep_ms=t.rep_ms, min_reps=t.min_reps,
                             max_reps=t.max_reps, warmup_min=t.warmup_min, flush_l2=t.flush_l2,
-                            cuda_graph=t.cuda_graph)
-    inputs = None  # free the timed inputs before the second check
+                            cuda_graph=t.cuda_graph, prepare=timed.prepare)
+    sync()
+    during = timed.judge()
+    timed = inputs = None  # free the timed inputs before the check after timing
 
     gen.manual_seed(seed + 2)
     after = run_check(case, gen, sync)
+    correctness = _merge_checks(before, during, after)
+    if not (during["passed"] and after["passed"]):
+        which = "on the last timed repetition's own inputs" if not during["passed"] else "after timing"
+        return result | NO_NUMBERS | {"status": "failed_correctness", "correctness": correctness,
+                                      "message": f"failed the correctness check {which}; no number is kept"}
     median_s = stats.median_ms / 1e3
     m = bench.metric
-    result["metric"] = {"name": m.name, "unit": m.unit, "value": m.value(case.work, median_s),
+    result["metric"] = {"name": m.name, "unit": m.unit, "value": _check_metric(m.name, m.value(case.work, median_s)),
                         "higher_is_better": m.higher_is_better}
     if case.extra_metrics is not None:
         result["extra_metrics"] = [
-            {"name": k, "unit": v[1], "value": float(v[0]), "higher_is_better": bool(v[2])}
+            {"name": k, "unit": v[1], "value": _check_metric(k, v[0]), "higher_is_better": bool(v[2])}
             for k, v in case.extra_metrics(median_s).items()
         ]
     if result["memory"]:
@@ -116,9 +202,7 @@ def run_case(job: dict) -> dict[str, Any]:
                                         "value": result["memory"]["peak_extra_bytes"] / 2**30,
                                         "higher_is_better": False})
     result["timing"] = stats.as_dict()
-    result["correctness"] = _merge_checks(before, after)
-    if not after["passed"]:
-        return result | {"status": "failed_correctness", "message": "failed the correctness check after timing"}
+    result["correctness"] = correctness
     return result | {"status": "dry_run" if dry else "ok"}
 
 
@@ -141,8 +225,35 @@ def stamp(job: dict) -> dict[str, Any]:
     return collect_env(ceilings)
 
 
-def serve(conn, log_path: str | None) -> None:
+def die_with_parent(parent_pid: int) -> None:
+    """Exit when the runner dies, even by SIGKILL: a worker left behind would keep holding the GPU.
+
+    Linux delivers SIGKILL on the parent's death (PR_SET_PDEATHSIG); a thread watching the parent's pid covers
+    other systems and the moment before the signal was armed."""
+    import ctypes
+    import signal
+    import threading
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(0.5)
+
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def serve(conn, log_path: str | None, parent_pid: int | None = None) -> None:
     """Worker main loop: receive a job, send ``{"ok": result}`` or ``{"status": ..., "message": ...}``."""
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     if log_path:  # keep the runner's progress bar clean; the log is kept beside the results
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 1)

@@ -4,7 +4,8 @@
 
 Modules: ``records`` (the prepared frame and the honesty verdict), ``select`` (headlines, not counted),
 ``markers`` (writeup markers), ``tables``, ``charts``, ``project`` / ``pages`` (the pages), ``readme`` (the
-README table), ``build`` (render + mkdocs build), ``mkdocs_hooks`` (the generated nav).
+README table), ``config`` / ``about`` (gpufolio.yml: author, repository; the About page), ``build`` (render +
+mkdocs build), ``mkdocs_hooks`` (the generated nav, the site config, the HTML lint: ``lint``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     from .. import store
     from . import build, readme
-    from . import records as R
+    from . import config as C
     from .markers import MarkerError
     from .writeup import WriteupError
 
@@ -33,18 +34,27 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)-7s - %(message)s")
     root = store.repo_root()
     t0 = time.perf_counter()
+    if args.results_root is not None and not (args.results_root / "projects").is_dir():
+        print(f"gpufolio site: --results-root {args.results_root}: no projects/ folder there "
+              "(expected projects/<project>/results/*.jsonl)", file=sys.stderr)
+        return 2
+    stray = store.stray_result_files(args.results_root or root)
+    if stray:
+        print(f"gpufolio site: records under a folder that is not a project: {', '.join(map(str, stray))}",
+              file=sys.stderr)
+        return 2
     try:
         # the README table first: it needs no writeup, so a bad marker does not leave it stale
+        site = C.load(root)
         df = build.prepared_frame(root, args.results_root)
-        current = readme.update(root / "README.md", df, R.Site(build.repo_url(root / "mkdocs.yml")),
-                                check=args.check_readme)
-        out = build.render(root, args.results_root, cache_dir=root / ".build" / "site-cache",
+        current = readme.update(root / "README.md", df, site, check=args.check_readme)
+        out = build.render(root, args.results_root, site=site, cache_dir=root / ".build" / "site-cache",
                            all_errors=args.all_errors, df=df)
     except MarkerError as e:
         hint = "" if args.all_errors else " (--all-errors lists every unresolved marker)"
         print(f"gpufolio site: {e}{hint}", file=sys.stderr)
         return 2
-    except (WriteupError, build.SiteError, readme.ReadmeError, store.RecordError) as e:
+    except (WriteupError, build.SiteError, readme.ReadmeError, store.RecordError, C.ConfigError) as e:
         print(f"gpufolio site: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:
