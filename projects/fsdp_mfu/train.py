@@ -8,7 +8,8 @@
     # 2 nodes x 8 GPUs: run on every node (c10d rendezvous on the first node's address)
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500 \
         --rdzv-id fsdp_mfu_run1 -m gpufolio_projects.fsdp_mfu.train --mode fsdp2 --compile --model llama_8b
-    # resume: the same command with --resume (loads the newest checkpoint under --ckpt-dir)
+    # resume: the same command with --resume (loads the newest complete checkpoint under --ckpt-dir; an error
+    # if there is none) or --resume-if-exists (starts from step 0 if there is none: a job that requeues itself)
 
 ``--batch`` is the per-rank batch; the global batch is batch x world size. A Slurm script is in README.md.
 """
@@ -31,8 +32,9 @@ from .flops import flops_per_token, peak_flops
 from .trainer import TrainConfig, Trainer
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def _parser() -> argparse.ArgumentParser:
+    # A one-line usage: a refused argument prints two lines (usage, error), not the whole flag list.
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], usage="%(prog)s [options] (--help lists them)")
     p.add_argument("--model", default="llama_125m")
     p.add_argument("--data", choices=("stdlib", "synthetic"), default="stdlib")
     p.add_argument("--batch", type=int, default=16, help="sequences per rank per step")
@@ -42,7 +44,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--eval-batches", type=int, default=4)
     p.add_argument("--ckpt-dir", type=Path, default=None)
     p.add_argument("--ckpt-every", type=int, default=0)
-    p.add_argument("--resume", action="store_true")
+    resume = p.add_mutually_exclusive_group()
+    resume.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint")
+    resume.add_argument("--resume-if-exists", action="store_true",
+                        help="as --resume, but start from step 0 when there is no checkpoint yet")
     p.add_argument("--log-json", type=Path, default=None, help="write the loss curve here (rank 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar: one printed line per 10 steps")
     p.add_argument("--max-seconds", type=float, default=None,
@@ -58,7 +63,52 @@ def parse_args(argv=None) -> argparse.Namespace:
             p.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
         else:
             p.add_argument(flag, type=type(f.default), default=f.default)
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Parse and check everything that can be checked before a process group or a model exists; a bad
+    combination exits 2 with one line (argparse's ``error``). Adds ``train_config``, ``model_config`` and
+    ``resume_from`` (``(step, folder)`` of the checkpoint to load, or None)."""
+    p = _parser()
+    args = p.parse_args(argv)
+    try:
+        args.model_config = get_config(args.model)
+        args.train_config = _train_config(args)
+    except (KeyError, ValueError) as e:
+        p.error(e.args[0])
+    model_cfg = args.model_config
+    if args.steps <= 0:
+        p.error(f"--steps must be positive, got {args.steps}")
+    if args.batch <= 0:
+        p.error(f"--batch must be positive, got {args.batch}")
+    if not 0 < args.seq <= model_cfg.max_seq_len:
+        p.error(f"--seq must be in [1, {model_cfg.max_seq_len}] for {args.model}, got {args.seq}")
+    if args.eval_every < 0 or (args.eval_every and args.eval_batches <= 0):
+        p.error("--eval-every must be >= 0 (0: no evaluation), with a positive --eval-batches")
+    if args.max_seconds is not None and args.max_seconds <= 0:
+        p.error(f"--max-seconds must be positive, got {args.max_seconds}")
+    if args.data == "stdlib" and model_cfg.vocab_size != 256:
+        p.error(f"--data stdlib is byte-level: it needs a vocab-256 model, {args.model} has {model_cfg.vocab_size}")
+    if args.ckpt_every < 0:
+        p.error(f"--ckpt-every must be >= 0 (0: no checkpoints), got {args.ckpt_every}")
+    if args.ckpt_every and args.ckpt_dir is None:
+        p.error("--ckpt-every needs --ckpt-dir (where to write the checkpoints)")
+    args.resume_from = None
+    if args.resume or args.resume_if_exists:
+        flag = "--resume" if args.resume else "--resume-if-exists"
+        if args.ckpt_dir is None:
+            p.error(f"{flag} needs --ckpt-dir (where the checkpoints are)")
+        try:
+            args.resume_from = checkpoint.latest_complete(args.ckpt_dir)
+        except ValueError as e:
+            p.error(e.args[0])
+        if args.resume_from is None and args.resume:
+            p.error(f"--resume: no complete checkpoint (step_<N> with its {checkpoint.MARKER} marker) in "
+                    f"{args.ckpt_dir}; --resume-if-exists starts from step 0 when there is none")
+        if args.resume_from is not None and args.resume_from[0] > args.steps:
+            p.error(f"{flag}: the newest complete checkpoint, {args.resume_from[1]}, is past --steps {args.steps}")
+    return args
 
 
 def _train_config(args) -> TrainConfig:
@@ -80,34 +130,50 @@ def evaluate(trainer: Trainer, batches, n: int, device) -> float:
     return float(total) / n
 
 
+def _resume(trainer: Trainer, args, rank: int) -> int:
+    """Load the checkpoint ``parse_args`` chose and say which one; returns the step to start from."""
+    if not (args.resume or args.resume_if_exists):
+        return 0
+    if args.resume_from is None:
+        start, say = 0, f"resume: no complete checkpoint in {args.ckpt_dir}: starting from step 0"
+    else:
+        step, path = args.resume_from
+        start = checkpoint.load(trainer, path)
+        if start != step:
+            raise RuntimeError(f"{path} holds step {start}, not the {step} its name says")
+        say = f"resume: step {start} from {path}"
+    # Everything newer than the newest complete checkpoint is a save that did not finish.
+    skipped = [p.name for step, p in checkpoint.step_dirs(args.ckpt_dir) if step > start]
+    if skipped:
+        say += f" (skipped incomplete: {', '.join(skipped)})"
+    if start == args.steps:
+        say += f"; --steps {args.steps} already reached: nothing to train"
+    if rank == 0:
+        print(say, flush=True)
+    return start
+
+
 def main(argv=None) -> dict:
     t_start = time.perf_counter()  # --max-seconds counts from here: data loading and model build included
     args = parse_args(argv)
-    cfg = _train_config(args)
-    model_cfg = get_config(args.model)
+    cfg, model_cfg = args.train_config, args.model_config
     device_type = "cuda" if torch.cuda.is_available() else "cpu"
     info = distmod.init(device_type) if cfg.mode != "single" else None
     rank, world = (info.rank, info.world_size) if info else (0, 1)
     device = info.device if info else torch.device(device_type)
     spec = BatchSpec(args.batch * world, args.seq, rank, world)
     if args.data == "stdlib":
-        if model_cfg.vocab_size != 256:
-            raise SystemExit(f"--data stdlib is byte-level: it needs a vocab-256 model, {args.model} has "
-                             f"{model_cfg.vocab_size}")
         train_stream, val_stream = load_stdlib_bytes()
         train, val = TextBatches(train_stream, spec, cfg.seed), TextBatches(val_stream, spec, cfg.seed)
     else:
         train = val = SyntheticBatches(model_cfg.vocab_size, spec, cfg.seed)
 
     trainer = Trainer(model_cfg, cfg, device)
-    start = 0
-    if args.resume and args.ckpt_dir is not None and any(args.ckpt_dir.glob("step_*")):
-        latest = max(args.ckpt_dir.glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
-        start = checkpoint.load(trainer, latest)
+    start = _resume(trainer, args, rank)
 
     fpt = flops_per_token(model_cfg, args.seq, cfg.ac).model
     peak = peak_flops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
-    log = {"model": args.model, "params": model_cfg.num_params(), "train_config": cfg.__dict__,
+    log = {"model": args.model, "params": model_cfg.num_params(), "train_config": cfg.__dict__, "start_step": start,
            "batch_per_rank": args.batch, "seq": args.seq, "world_size": world,
            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "steps": [], "val": []}
     bar = None

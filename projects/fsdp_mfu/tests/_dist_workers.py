@@ -113,6 +113,7 @@ def resume(rank: int, ckpt_dir: str) -> None:
     a = Trainer(cfg, tcfg, device)
     run(a, range(0, 3))
     checkpoint.save(a, ckpt_dir)
+    assert checkpoint.is_complete(ckpt_dir)  # on every rank: save returns only once rank 0 wrote the marker
     expected = run(a, range(3, 6))
 
     b = Trainer(cfg, TrainConfig(**{**tcfg.__dict__, "seed": 99}), device)  # different init: load must override
