@@ -1,4 +1,5 @@
-"""Benches ``attention_fwd`` and ``attention_fwd_bwd``: our Triton FlashAttention against PyTorch's backends.
+"""Benches ``attention_fwd`` and ``attention_fwd_bwd``: our Triton FlashAttention against PyTorch's backends
+and FlashAttention-4 (``flash-attn-4``, the ``peers`` extra; skipped with the reason where it is not installed).
 
     python -m gpufolio bench --project flash_attention [--quick | --dry-run]
 
@@ -32,6 +33,20 @@ SLACK = {"float32": 2e-5, "float16": 1e-4, "bfloat16": 1e-4}
 # Attention calls take 0.1–20 ms: 200 ms of reps is ≥ 10 reps at every size and keeps the full sweep short.
 TIMING = Timing(warmup_ms=50.0, rep_ms=200.0)
 
+def fa4_missing() -> str | None:
+    """``Variant.available`` for FlashAttention-4: None if its CuTe DSL package imports, else why not (a box
+    without the ``peers`` extra skips the baseline). Its kernels target Hopper and Blackwell: sm_90 or newer."""
+    try:
+        import flash_attn.cute  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - ImportError, or the CuTe DSL failing to load its libraries: skip
+        return f"flash-attn-4 not installed ({type(e).__name__}: {e})"[:200]
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
+        return "flash-attn-4's CuTe DSL kernels need an sm_90+ GPU"
+    return None
+
+
 VARIANTS = [
     Variant("triton_fa", "candidate", "Triton FlashAttention (ours)"),
     Variant("sdpa_flash", "baseline", "SDPA FlashAttention-2 backend"),
@@ -39,6 +54,7 @@ VARIANTS = [
     Variant("sdpa_efficient", "baseline", "SDPA memory-efficient backend"),
     Variant("eager", "baseline", "eager (materialised softmax)"),
     Variant("flex", "baseline", "FlexAttention (torch.compile)"),
+    Variant("fa4", "baseline", "FlashAttention-4 (flash-attn-4, CuTe DSL)", available=fa4_missing),
 ]
 # The backward's other dQ strategy (kernels/bwd.py); its forward is triton_fa's, so it runs in fwd+bwd only.
 ATOMIC_VARIANT = Variant("triton_fa_atomic_dq", "candidate", "Triton FlashAttention (ours), dQ by fp32 atomics")
@@ -104,6 +120,18 @@ def _attention_fn(variant: str, p: dict, device, backward: bool):
 
         dtype = getattr(torch, p["dtype"])
         return lambda q, k, v: _eager(q, k, v, causal, dtype)
+    if variant == "fa4":
+        if device.type != "cuda":
+            raise Unsupported("fa4 needs CUDA")
+        from flash_attn.cute import flash_attn_func
+
+        # FA4 takes [B, S, H, D]: the transposes are views (the last dimension stays contiguous, which is all
+        # its layout check asks), so no copy is timed. It returns (out, lse); GQA would pass k, v with fewer
+        # heads as they are (this bench's shapes have H = Hkv).
+        def fa4(q, k, v):
+            out, _ = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal)
+            return out.transpose(1, 2)
+        return fa4
     if variant == "flex":
         if device.type != "cuda":
             raise Unsupported("flex (compiled FlexAttention) is benched on CUDA only")
@@ -228,8 +256,12 @@ def _bench(name: str, description: str, variants: list[Variant]) -> Bench:
         case=lambda variant, params, device: _case(name, variant, params, device),
         description=description,
         headline_params={"B": 4, "H": HEADS, "S": 4096, "D": 128, "causal": False, "dtype": "bfloat16"},
-        headline_baseline="sdpa_flash", x_param="S")
+        headline_baseline=STRONGEST[name], x_param="S")
 
+
+# The headline baseline of each bench: the strongest one measured on our H200 at the headline shape — cuDNN's
+# forward, FlashAttention-4's forward+backward (README, "Baselines").
+STRONGEST = {"attention_fwd": "sdpa_cudnn", "attention_fwd_bwd": "fa4"}
 
 BENCHES = [
     _bench("attention_fwd", "Attention forward, H=16, batch·seqlen=16k, bf16; FLOPs 4·B·H·S²·D (halved if causal).",

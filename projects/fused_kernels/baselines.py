@@ -1,5 +1,6 @@
 """The peers each candidate is measured against, in the same run: plain PyTorch, torch.compile of that same
-function, and Liger-Kernel. Imported lazily by bench.py (torch is only needed once a case is built)."""
+function, Liger-Kernel, and QuACK (CuTe DSL kernels; RMSNorm with and without the residual, cross-entropy).
+Imported lazily by bench.py (torch is only needed once a case is built)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -13,6 +14,19 @@ def liger_missing() -> str | None:
         import liger_kernel.ops.rms_norm  # noqa: F401
     except Exception as e:  # noqa: BLE001 - an ImportError or a version clash inside liger: both mean skip
         return f"liger-kernel not installed ({type(e).__name__}: {e})"[:200]
+    return None
+
+
+def quack_missing() -> str | None:
+    """``Variant.available`` for QuACK: None if it imports on an sm_90+ GPU, else why not (the ``peers`` extra)."""
+    try:
+        import quack  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - ImportError, or the CuTe DSL failing to load its libraries: skip
+        return f"quack-kernels not installed ({type(e).__name__}: {e})"[:200]
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
+        return "QuACK's CuTe DSL kernels need an sm_90+ GPU"
     return None
 
 
@@ -85,4 +99,24 @@ def liger(bench: str) -> Callable:
             return out[0] if isinstance(out, tuple) else out
 
         return flce
+    raise KeyError(bench)
+
+
+# ---- QuACK ---------------------------------------------------------------------------------------------------
+def quack(bench: str) -> Callable:
+    """QuACK's autograd functions, called as its README shows: ``quack.rmsnorm`` (with ``residual`` and
+    ``prenorm=True`` it returns (y, x + residual), our add+RMSNorm) and ``quack.cross_entropy`` on logits that
+    cuBLAS materialised (it has no fused linear + cross-entropy)."""
+    import torch.nn.functional as F
+    from quack import cross_entropy, rmsnorm
+
+    if bench == "rmsnorm":
+        return lambda x, w: rmsnorm(x, w, eps=EPS)
+    if bench == "add_rmsnorm":
+        return lambda x, r, w: rmsnorm(x, w, residual=r, eps=EPS, prenorm=True)
+    if bench == "linear_cross_entropy":
+        def ce(x, w, y, label_smoothing=0.0):  # the bench refuses label smoothing before building this
+            return cross_entropy(F.linear(x, w), y, ignore_index=-100, reduction="mean")
+
+        return ce
     raise KeyError(bench)

@@ -1,5 +1,7 @@
 """fused_kernels benches: a copy (the bandwidth ceiling), residual-add + RMSNorm, RMSNorm, SwiGLU, and fused
-linear + cross-entropy, each against eager PyTorch, torch.compile and Liger-Kernel in the same run.
+linear + cross-entropy, each against eager PyTorch, torch.compile and Liger-Kernel in the same run, and QuACK
+where it has the op (the norms; cross-entropy on logits cuBLAS materialised). The peers that come from the
+``peers`` extra (Liger, QuACK) are skipped with the reason on a box without them.
 
     python -m gpufolio bench --project fused_kernels [--quick | --dry-run] [--bench add_rmsnorm]
 
@@ -11,7 +13,7 @@ import math
 
 from gpufolio.api import GBPS, TIME_MS, Bench, Case, CheckResult, Timing, Tolerance, Unsupported, Variant, Work
 
-from .baselines import liger_missing
+from .baselines import liger_missing, quack_missing
 
 PROJECT = "fused_kernels"
 
@@ -32,12 +34,16 @@ def _sum_tol(dtype: str, n_terms: int) -> Tolerance:
     return Tolerance(atol=base.atol * 2 * math.sqrt(n_terms), rtol=base.rtol)
 
 
-def _variants(candidates: tuple[tuple[str, str], ...]) -> list[Variant]:
+def _variants(candidates: tuple[tuple[str, str], ...], quack: str = "") -> list[Variant]:
+    """``quack``: the label of QuACK's baseline where it has the op ("" where it has none: SwiGLU)."""
     return [Variant(n, "candidate", label) for n, label in candidates] + [
         Variant("eager", "baseline", "PyTorch eager"),
         Variant("torch_compile", "baseline", "torch.compile"),
         Variant("liger", "baseline", "Liger-Kernel", available=liger_missing),
-    ]
+    ] + ([Variant("quack", "baseline", quack, available=quack_missing)] if quack else [])
+
+
+GPU_PEERS = ("torch_compile", "liger", "quack")
 
 
 def _randn(gen, shape, dtype: str, device, scale: float = 1.0, grad: bool = False):
@@ -50,7 +56,7 @@ def _randn(gen, shape, dtype: str, device, scale: float = 1.0, grad: bool = Fals
 
 
 def _gpu_only(variant: str, device) -> None:
-    if variant in ("torch_compile", "liger") and device.type != "cuda":
+    if variant in GPU_PEERS and device.type != "cuda":
         raise Unsupported(f"{variant} is measured on the GPU only (dry runs cover eager and ours)")
 
 
@@ -169,6 +175,8 @@ def _op_for(bench: str, variant: str, device):
         return baselines.EAGER[bench]
     if variant == "torch_compile":
         return baselines.compiled(bench)
+    if variant == "quack":
+        return baselines.quack(bench)
     return baselines.liger(bench)
 
 
@@ -274,6 +282,8 @@ def _lce_case(variant: str, p: dict, device) -> Case:
             return linear_cross_entropy(x, w, y, label_smoothing=label_smoothing, max_chunk_bytes=budget,
                                         chunk=chunk, head=head)
     else:
+        if variant == "quack" and ls:
+            raise Unsupported("quack.cross_entropy has no label smoothing")
         op = _op_for("linear_cross_entropy", variant, device)
 
     def make_inputs(gen):
@@ -335,15 +345,17 @@ BENCHES: list[Bench] = [
           headline_params={"T": 32768, "I": 8192, "dtype": "bfloat16", "pass": "fwd_bwd"},
           headline_baseline="torch_compile", description="h = silu(gate) * up."),
     Bench(project=PROJECT, name="linear_cross_entropy", metric=TIME_MS,
-          variants=_variants(tuple((n, label) for n, (label, _) in LCE_CANDIDATES.items())),
+          variants=_variants(tuple((n, label) for n, (label, _) in LCE_CANDIDATES.items()),
+                             quack="cuBLAS logits + QuACK cross-entropy"),
           configs=_lce_configs, case=_lce_case, x_param="T", headline_params=LCE_HEADLINE,
           headline_baseline="torch_compile",
           description="Mean cross-entropy of x @ W^T, forward + backward (grads of x and W); ignore_index rows."),
-    Bench(project=PROJECT, name="add_rmsnorm", metric=GBPS, variants=_variants((("fused", "Triton fused"),)),
+    Bench(project=PROJECT, name="add_rmsnorm", metric=GBPS,
+          variants=_variants((("fused", "Triton fused"),), quack="QuACK rmsnorm(residual=, prenorm=True)"),
           configs=_rowwise_configs("add_rmsnorm"), case=_rowwise_case("add_rmsnorm"), x_param="T",
           headline_params=_NORM_HEADLINE, headline_baseline="torch_compile",
           description="s = x + residual; y = RMSNorm(s) * w; returns (y, s). Forward and forward+backward."),
-    Bench(project=PROJECT, name="rmsnorm", metric=GBPS, variants=_variants((("fused", "Triton fused"),)),
+    Bench(project=PROJECT, name="rmsnorm", metric=GBPS, variants=_variants((("fused", "Triton fused"),), quack="QuACK"),
           configs=_rowwise_configs("rmsnorm"), case=_rowwise_case("rmsnorm"), x_param="T",
           headline_params=_NORM_HEADLINE, headline_baseline="torch_compile",
           description="y = RMSNorm(x) * w over the last dimension."),

@@ -120,6 +120,16 @@ def collect_env(ceilings: dict[str, float] | None = None) -> dict[str, Any]:
     return env
 
 
+# The ceilings this process measured last (the worker stamps a run before its cases): a case that divides by
+# the run's cuBLAS rate reads it here instead of timing its own (``last_ceilings``).
+_LAST: dict[str, float] = {}
+
+
+def last_ceilings() -> dict[str, float]:
+    """What ``measure_ceilings`` returned last in this process; empty if it has not run here."""
+    return dict(_LAST)
+
+
 def measure_ceilings(quick: bool = False) -> dict[str, float]:
     """The run's own ceilings, measured like every other number (events, warm-up, median).
 
@@ -158,4 +168,6 @@ def measure_ceilings(quick: bool = False) -> dict[str, float]:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
     torch.cuda.empty_cache()
+    _LAST.clear()
+    _LAST.update(out)
     return out

@@ -18,7 +18,7 @@ def test_quick_contains_headline():
         head = dict(b.headline_params)
         assert any(all(p[k] == v for k, v in head.items()) for p in bench.configs("quick"))
         assert any(all(p[k] == v for k, v in head.items()) for p in bench.configs("full"))
-        assert b.headline_baseline == "sdpa_flash" and b.x_param == "S"
+        assert b.headline_baseline == bench.STRONGEST[b.name] and b.x_param == "S"
 
 
 def test_flops():
@@ -55,7 +55,7 @@ def test_cuda_baselines_refuse_cpu():
     from gpufolio.api import Unsupported
 
     p = bench._params(1024, 64, True)
-    for variant in ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "flex"):
+    for variant in ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "flex", "fa4"):
         with pytest.raises(Unsupported):
             bench._attention_fn(variant, p, torch.device("cpu"), backward=False)
 
@@ -72,3 +72,11 @@ def test_dry_case_passes_the_rule():
         gen = torch.Generator().manual_seed(1)
         result = run_check(case, gen)
         assert result["passed"], result
+
+
+def test_fa4_is_a_baseline_that_skips_with_a_reason():
+    for b in bench.BENCHES:
+        fa4 = b.variant("fa4")
+        assert fa4.role == "baseline" and fa4.available is not None
+    reason = bench.fa4_missing()  # this machine: no flash-attn-4, or no sm_90 GPU
+    assert reason is None or "flash-attn-4" in reason

@@ -97,3 +97,27 @@ def test_busy_time_is_a_union_and_skips_annotations():
     assert busy_union_ms(prof, steps=1) == pytest.approx(2.0)  # [0, 1500] + [2000, 2500] us
     kernels, _ = kernel_buckets(prof, steps=1)
     assert kernels == pytest.approx({"gemm": 1.0, "comm_copy": 1.0, "triton": 0.5})
+
+
+def test_headline_metric_is_mfu_per_gpu(monkeypatch):
+    from gpufolio.api import Work
+    from gpufolio_projects.fsdp_mfu import bench
+
+    assert bench.BENCHES[0].metric is bench.MFU and bench.MFU.name == "mfu"
+    work = Work(tokens=1000, flops=989e12)  # one second of the datasheet peak on one GPU
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert bench.MFU.value(work, 2.0) == pytest.approx(50.0)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # the same flops over two ranks: each did half
+    assert bench.MFU.value(work, 2.0) == pytest.approx(25.0)
+
+
+def test_cublas_ceiling_prefers_the_stamp_at_8192(monkeypatch):
+    from gpufolio import stamp
+    from gpufolio_projects.fsdp_mfu import bench
+
+    monkeypatch.setattr(stamp, "_LAST", {"bf16_tflops": 700.0, "bf16_size": 8192.0})
+    assert bench.bf16_ceiling() == (700.0, "run stamp")
+    # a quick run's stamp times 4096^3: not the shape the MFU is read against, so the case times its own
+    monkeypatch.setattr(stamp, "_LAST", {"bf16_tflops": 600.0, "bf16_size": 4096.0})
+    monkeypatch.setattr(bench, "_CEILING", {"bf16": 750.0})
+    assert bench.bf16_ceiling() == (750.0, "this case")

@@ -15,6 +15,15 @@ def test_bench_names_and_baselines():
     assert [b.name for b in BENCHES] == NAMES
     for b in BENCHES[1:]:
         assert {"eager", "torch_compile", "liger"} <= {v.name for v in b.variants if v.role == "baseline"}
+    # QuACK where it has the op: both norms and cross-entropy (on materialised logits); no SwiGLU
+    with_quack = {b.name for b in BENCHES if "quack" in {v.name for v in b.variants}}
+    assert with_quack == {"rmsnorm", "add_rmsnorm", "linear_cross_entropy"}
+    packages = {"liger": "liger-kernel", "quack": "quack-kernels"}
+    for b in BENCHES:
+        for v in b.variants:
+            if v.name in packages:  # the peers extra: missing here means skipped with the reason, never failed
+                reason = v.available()
+                assert reason is None or packages[v.name] in reason or "GPU" in reason, reason
 
 
 def test_import_without_torch():
@@ -45,7 +54,7 @@ def test_dry_configs_pass_the_gate(bench):
             try:
                 case = bench.case(v.name, dict(p), torch.device("cpu"))
             except Unsupported:
-                assert v.name in ("torch_compile", "liger")
+                assert v.name in ("torch_compile", "liger", "quack")
                 continue
             result = run_check(case, gen)
             assert result["passed"], (v.name, p, result)
