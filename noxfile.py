@@ -3,14 +3,20 @@
     nox -s site     build the portfolio from the committed results (no GPU needed)
     nox -s tests    the CPU test suite
 
-On a GPU box: ``nox -s bench -- --project gemm_ladder --quick`` (offline: ``nox --no-venv -s bench``).
+On a GPU box (README, On a GPU box): ``nox -s bench -- --project gemm_ladder --quick`` and ``nox -s tests_gpu``.
+They make a virtualenv that sees the machine's own packages, so a preinstalled CUDA torch is reused (a box without
+torch gets it from the index), install the project into it, print what the box has and refuse in one line when a
+prerequisite is missing. With wheels in ``.whl/`` (an offline box) every install comes from there, never an index.
 No Python-version parametrisation: with CI=true a missing interpreter is a failure, not a skip.
 """
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import nox
+from nox.virtualenv import PassthroughEnv
 
 nox.options.sessions = ["tests", "site"]
 nox.options.reuse_existing_virtualenvs = True
@@ -18,11 +24,47 @@ nox.options.default_venv_backend = "venv"
 
 # CPU torch: 2.13.0 is on local disk here and in CI; other versions download GBs of CUDA wheels.
 CPU_TORCH = "torch==2.13.0"
+# Carried wheels for a box without a registry (README, On a GPU box): when present, pip reads only them.
+WHEELS = Path(".whl")
+# The GPU sessions' virtualenv sees the system's site-packages: a CUDA torch already on the box is reused.
+GPU_VENV = {"venv_backend": "virtualenv", "venv_params": ["--system-site-packages"]}
 
 
 def _install(session: nox.Session, *extras: str) -> None:
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install("-e", spec)
+
+
+def _offline() -> list[str]:
+    return ["--no-index", "--find-links", str(WHEELS)] if any(WHEELS.glob("*.whl")) else []
+
+
+def _has(session: nox.Session, module: str) -> bool:
+    code = f"import importlib.util as u; print(u.find_spec({module!r}) is not None)"
+    return session.run("python", "-c", code, silent=True).strip().endswith("True")
+
+
+def _gpu_box(session: nox.Session, *extras: str) -> None:
+    """The project and its extras in this session's virtualenv, reusing the machine's torch when it has one."""
+    if isinstance(session.virtualenv, PassthroughEnv):  # nox --no-venv: this interpreter's packages, as they are
+        session.env["PYTHONPATH"] = os.pathsep.join(filter(None, [_import_path(session), os.environ.get("PYTHONPATH")]))
+        return
+    offline = _offline()
+    if not _has(session, "torch"):
+        # No GPU: the CPU build on local disk (dry runs); a GPU box without torch gets the index's CUDA build.
+        session.install(*offline, CPU_TORCH if shutil.which("nvidia-smi") is None else "torch")
+    session.install(*offline, "-e", f".[{','.join(extras)}]")
+
+
+def _import_path(session: nox.Session) -> str:
+    """A folder in which ``gpufolio`` and ``gpufolio_projects`` resolve to this checkout without installing it."""
+    path = Path(session.create_tmp()).resolve() / "import-path"
+    path.mkdir(parents=True, exist_ok=True)
+    for name, target in (("gpufolio", "tools/gpufolio"), ("gpufolio_projects", "projects")):
+        link = path / name
+        if not link.is_symlink():
+            link.symlink_to(Path(target).resolve())
+    return str(path)
 
 
 @nox.session
@@ -36,16 +78,18 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *args)
 
 
-@nox.session(python=False)
+@nox.session(**GPU_VENV)
 def tests_gpu(session: nox.Session) -> None:
-    """Tests marked ``gpu``, in the current environment (the GPU box has torch and triton already)."""
-    session.run("python", "-m", "pytest", "-m", "gpu", *session.posargs)
+    """Tests marked ``gpu``, after the preflight (``gemm_ladder``'s are left out without nvcc)."""
+    _gpu_box(session, "torch", "test")
+    session.run("python", "-m", "gpufolio.preflight", "tests", *session.posargs)
 
 
-@nox.session(python=False, default=False)
+@nox.session(default=False, **GPU_VENV)
 def bench(session: nox.Session) -> None:
-    """``python -m gpufolio bench`` with this session's arguments, in the current environment."""
-    session.run("python", "-m", "gpufolio", "bench", *session.posargs)
+    """``python -m gpufolio bench`` with this session's arguments, after the preflight."""
+    _gpu_box(session, "torch")
+    session.run("python", "-m", "gpufolio.preflight", "bench", *session.posargs)
 
 
 @nox.session
