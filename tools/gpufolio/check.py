@@ -162,9 +162,10 @@ def _pristine_tensor(t):
 def pristine_copy(case: Case, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``inputs`` taken before the call: the evidence the reference is computed from.
 
-    Entries the call may write (``outputs_in_inputs``, ``mutable_inputs``) are shared, not copied."""
-    writable = set(case.outputs_in_inputs) | set(case.mutable_inputs)
-    return {k: v if k in writable else _map_tensors(v, _pristine_tensor) for k, v in inputs.items()}
+    Output buffers (``outputs_in_inputs``, poisoned, never read by a reference) are shared, not copied; state
+    the call may update (``mutable_inputs``) is copied, so the reference sees it as it was before the call."""
+    outputs = set(case.outputs_in_inputs)
+    return {k: v if k in outputs else _map_tensors(v, _pristine_tensor) for k, v in inputs.items()}
 
 
 def _same_bits(a, b) -> bool:

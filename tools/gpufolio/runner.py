@@ -226,7 +226,10 @@ def run(plan: Plan, *, out_dir: Path | None = None, timeout_s: float = DEFAULT_T
             label = f"{job['project']}/{job['bench']} {job['variant']} {store.params_key(job['params'])}"
             if hasattr(bar, "set_description_str"):
                 bar.set_description_str(label[:70])
+            t_job = time.monotonic()
             reply = worker.call(job, timeout_s)
+            if isinstance(reply.get("ok"), dict):  # the job's wall time, start-up of a fresh worker included
+                reply["ok"]["setup"] = dict(reply["ok"].get("setup") or {}, job_s=round(time.monotonic() - t_job, 3))
             if not dry and env.get("gpu"):
                 env = dict(env, gpu=dict(env["gpu"], clocks_end=_clocks(worker, timeout_s)))
             path = (out_dir / job["project"] if out_dir else store.results_dir(job["project"], root)) / f"{run_id}.jsonl"

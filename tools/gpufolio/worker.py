@@ -92,6 +92,7 @@ class TimedCheck:
         self.case, self.inputs, self.gen, self.fixed = case, inputs, gen, fixed_storage
         self.pristine: dict | None = None
         self.out = None
+        self.refresh_s = 0.0  # host time spent refreshing inputs, outside the timed region
 
     def call(self):
         self.out = self.case.fn(self.inputs)
@@ -100,9 +101,11 @@ class TimedCheck:
     def prepare(self, i: int, n: int) -> None:
         from .check import prepare_checked_call
 
+        t0 = time.perf_counter()
         _refresh_in_place(self.case, self.inputs, self.gen, fixed_storage=self.fixed)
         if i == n - 1:
             self.pristine = prepare_checked_call(self.case, self.inputs)
+        self.refresh_s += time.perf_counter() - t0
 
     def judge(self) -> dict:
         from .check import judge
@@ -179,6 +182,7 @@ def run_case(job: dict) -> dict[str, Any]:
                             cuda_graph=t.cuda_graph, prepare=timed.prepare)
     sync()
     during = timed.judge()
+    result["setup"]["refresh_s"] = round(timed.refresh_s, 4)
     timed = inputs = None  # free the timed inputs before the check after timing
 
     gen.manual_seed(seed + 2)

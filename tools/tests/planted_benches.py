@@ -35,6 +35,21 @@ def _make_fn(variant: str):
             if state["cache"] is None:
                 state["cache"] = x * 2
             out.copy_(state["cache"])
+        elif variant == "clobbers_inputs":  # zeros into the input and the output: 0 = 2·0 after the fact
+            x.zero_()
+            out.zero_()
+        elif variant == "replays":  # a result stored on the input tensor: honest on every fresh tensor
+            stored = getattr(x, "_planted_result", None)
+            if stored is not None:
+                out.copy_(stored)
+            else:
+                torch.mul(x, 2, out=out)
+                x._planted_result = out.clone()
+        elif variant == "declared_state":  # writes its input, and says so (mutable_inputs)
+            torch.mul(x, 2, out=out)
+            x.mul_(0.5)
+        elif variant in ("nan_extra_metric", "bad_work"):
+            torch.mul(x, 2, out=out)
         elif variant == "first_call_only":
             torch.mul(x, 2 if state["calls"] == 1 else 3, out=out)
         elif variant == "aborts":
@@ -60,11 +75,15 @@ def _case(variant: str, params: dict, device) -> Case:
     def make_inputs(gen):
         return {"x": torch.randn(n, generator=gen, device=device), "out": torch.empty(n, device=device)}
 
+    extra = (lambda median_s: {"planted": (float("nan"), "x", True)}) if variant == "nan_extra_metric" else None
+    work = Work(bytes=8.0 * n, flops="lots" if variant == "bad_work" else None)  # the schema rejects a string
     return Case(fn=_make_fn(variant), make_inputs=make_inputs, reference=lambda inp: inp["x"].double() * 2,
-                tolerance=Tolerance(1e-6, 1e-6), outputs_in_inputs=("out",), work=Work(bytes=8.0 * n))
+                tolerance=Tolerance(1e-6, 1e-6), outputs_in_inputs=("out",), work=work, extra_metrics=extra,
+                mutable_inputs=("x",) if variant == "declared_state" else ())
 
 
 VARIANTS = ["good", "writes_nothing", "skips_tail", "writes_zeros", "returns_nan", "cached", "first_call_only",
+            "clobbers_inputs", "replays", "declared_state", "nan_extra_metric", "bad_work",
             "aborts", "hangs", "oom", "raises", "unsupported"]
 
 BENCHES = [

@@ -18,7 +18,12 @@ EXPECTED = {
     "writes_zeros": "failed_correctness",
     "returns_nan": "failed_correctness",
     "cached": "failed_correctness",           # right on the first inputs, wrong on fresh ones
-    "first_call_only": "failed_correctness",  # caught by the check after the timed loop
+    "first_call_only": "failed_correctness",  # caught on the last timed rep and after the timed loop
+    "clobbers_inputs": "failed_correctness",  # the reference comes from a pristine copy; x must be unchanged
+    "replays": "failed_correctness",          # the timed rep's own output, inputs refreshed in place
+    "declared_state": "dry_run",              # writing an input named in mutable_inputs is allowed
+    "nan_extra_metric": "error",              # a NaN never reaches a record
+    "bad_work": "error",                      # the schema rejects the record: an error record, sweep goes on
     "aborts": "error",                        # the worker dies; the sweep goes on
     "hangs": "timeout",
     "oom": "oom",
@@ -67,7 +72,42 @@ def test_failed_checks_carry_errors_and_no_timed_number_before_timing(planted_ru
     assert zeros["max_abs_err"] > 1e-3
     later = rec["first_call_only"]["correctness"]
     phases = {c["phase"]: c["passed"] for c in later["checks"]}
-    assert phases == {"before_timing": True, "after_timing": False}
+    assert phases == {"before_timing": True, "timed_rep": False, "after_timing": False}
+
+
+NO_NUMBER = ("metric", "timing", "memory")
+
+
+@pytest.mark.parametrize("variant", [v for v, s in EXPECTED.items() if s not in ("ok", "dry_run")])
+def test_a_record_that_did_not_pass_carries_no_number(planted_run, variant):
+    rec = next(r for r in planted_run.records if r["variant"] == variant)
+    assert all(rec[k] is None for k in NO_NUMBER) and rec["extra_metrics"] == []
+
+
+def test_clobbered_inputs_are_named(planted_run):
+    rec = next(r for r in planted_run.records if r["variant"] == "clobbers_inputs")
+    assert rec["correctness"]["detail"]["before_timing"]["changed_inputs"] == ["x"]
+    assert rec["message"].startswith("failed the correctness check before timing")
+
+
+def test_a_replayed_result_is_caught_on_the_timed_rep(planted_run):
+    rec = next(r for r in planted_run.records if r["variant"] == "replays")
+    phases = {c["phase"]: c["passed"] for c in rec["correctness"]["checks"]}
+    assert phases == {"before_timing": True, "timed_rep": False, "after_timing": True}
+    assert "last timed repetition" in rec["message"]
+
+
+def test_bad_numbers_and_rejected_records_are_error_records_naming_the_field(planted_run):
+    rec = {r["variant"]: r for r in planted_run.records}
+    assert "planted" in rec["nan_extra_metric"]["message"] and "nan" in rec["nan_extra_metric"]["message"]
+    assert "work/flops" in rec["bad_work"]["message"]
+
+
+def test_good_records_say_what_setup_and_refresh_cost(planted_run):
+    good = next(r for r in planted_run.records if r["variant"] == "good")
+    setup = good["setup"]
+    assert setup["case_s"] >= 0 and setup["job_s"] >= setup["case_s"] and setup["refresh_s"] >= 0
+    assert setup["builds"] == []
 
 
 def test_good_records_have_stats_and_metric(planted_run):
