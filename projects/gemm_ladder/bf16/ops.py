@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from .. import operands
 from . import registry
 
 
@@ -16,20 +17,17 @@ def load():
 
 
 def gemm(rung_id: str, A, B, out=None):
-    """C = A @ B.T with rung ``rung_id``; raises gpufolio.api.Unsupported before launch for shapes it refuses."""
+    """C = A @ B.T with rung ``rung_id``. Operands that are no bf16 GEMM (not 2-D contiguous bf16 CUDA tensors,
+    empty, K or out not matching) raise TypeError/ValueError; a problem the rungs refuse (registry.check_shape,
+    a misaligned pointer) raises gpufolio.api.Unsupported. Both before the extension is built or called."""
     import torch
+    from gpufolio.api import Unsupported
 
     rung = registry.get(rung_id)
-    M, K = A.shape
-    N = B.shape[0]
+    M, N, K = operands.check("bf16 gemm", A, B, out, torch.bfloat16, b_layout="nk")
     registry.check_shape(M, N, K)
-    if B.shape[1] != K:
-        raise ValueError(f"A is {tuple(A.shape)} but B is {tuple(B.shape)}; B must be [N, K]")
-    for t in (A, B) + ((out,) if out is not None else ()):
-        if t.dtype != torch.bfloat16 or not t.is_cuda or not t.is_contiguous() or t.data_ptr() % 16:
-            from gpufolio.api import Unsupported
-
-            raise Unsupported("operands must be contiguous, 16-byte aligned bf16 CUDA tensors")
+    if operands.misaligned(A, B, out):
+        raise Unsupported("bf16 gemm: operands must start on 16-byte boundaries (TMA, cp.async)")
     if out is None:
         out = torch.empty((M, N), dtype=torch.bfloat16, device=A.device)
     return getattr(load(), rung.launcher)(A, B, out)

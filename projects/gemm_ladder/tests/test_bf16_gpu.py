@@ -79,8 +79,11 @@ def test_unsupported_shapes_are_refused_before_launch(cuda, shape):
         ops.gemm("05_warp_specialized", A, B)
 
 
-def test_misaligned_view_is_refused(cuda):
+def test_strided_or_misaligned_views_are_refused(cuda):
     A = cuda.randn(65, 64, device="cuda").to(cuda.bfloat16)[1:]  # data_ptr offset by 128 B: aligned
     B = cuda.randn(64, 72, device="cuda").to(cuda.bfloat16)[:, 8:]  # not contiguous
-    with pytest.raises(Unsupported):
+    with pytest.raises(ValueError, match="contiguous"):
+        ops.gemm("03_tma_wgmma", A, B)
+    B = cuda.randn(64 * 64 + 4, device="cuda").to(cuda.bfloat16)[4:].view(64, 64)  # contiguous, 8 B off
+    with pytest.raises(Unsupported, match="16-byte"):
         ops.gemm("03_tma_wgmma", A, B)
