@@ -75,11 +75,11 @@ class RenderCtx:
         return M.Context(self.df, page, self.site, chart=self._marker_chart, errors=self.marker_errors)
 
     def _marker_chart(self, marker: M.Marker, run: pd.DataFrame, x: str | None) -> str:
-        first = run.iloc[0]
-        meta = first.record.get("bench_meta") or {}
+        meta = run.iloc[0].record.get("bench_meta") or {}
         where = "".join(f" {k}={v}" for k, v in marker.filters.items())  # which slice, when the marker picks one
+        ok = R.counted(run[run.is_headline_metric.astype(bool)], R.run_gpu(run))  # only numbers that count
+        first = ok.iloc[0]
         title = f"{marker.args['project']}/{marker.args['bench']}{where} — {first.gpu_name}, run {first.run_id}"
-        ok = run[(run.status == "ok") & run.is_headline_metric.astype(bool)]
         if x and ok.params.map(lambda p: p.get(x)).nunique() > 1:
             ok = self.one_series(ok, x, meta.get("headline_params") or {}, marker)
             return self.plot(M.chart_name(marker), charts.variant_lines, charts.slim(ok, x), x, title)

@@ -5,9 +5,19 @@
     <!-- results-chart: project=P bench=B [x=PARAM] [k=v ...] [run=RUN_ID] -->
 
 Any other ``k=v`` is a params filter (4096 matches 4096 and "4096"). A marker that names an unknown project,
-bench, variant or metric, or that matches no ok record, raises MarkerError naming the file and line: a writeup
-can never silently lose a number. Markers inside fenced code blocks or inline code are left alone (that is how
-a page shows the syntax).
+bench, variant or metric, or that matches no counted record, raises MarkerError naming the file and line: a
+writeup can never silently lose a number, and a record that does not count (``records.counted``) is never one.
+Markers inside fenced code blocks or inline code are left alone (that is how a page shows the syntax).
+
+Which run a marker reads:
+
+- ``run=`` on the marker, else the document's front matter ``runs:`` (a mapping project -> run id);
+- a dated document (front matter ``date:``, i.e. a worklog entry) stops there: its numbers are those of the
+  runs it names, so a marker that would follow the newest run fails the build naming file and line;
+- otherwise (a project README) the marker follows the newest run, and every such marker of one section (the
+  text under one heading) of one project reads the same run: the newest run in which all of them resolve and
+  every quoted candidate has its baseline, else the newest in which all of them resolve. A section whose
+  markers resolve in no single run fails: a paragraph never mixes runs.
 """
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from . import records as R
 
@@ -25,6 +36,8 @@ KINDS = ("result", "results-table", "results-chart")
 MARKER_RE = re.compile(r"<!--\s*(results?(?:-[a-z]+)?)\s*:(.*?)-->")
 OPEN_RE = re.compile(r"<!--\s*results?\b")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
+HEADING_RE = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+FRONT_RE = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 REQUIRED = {"result": ("project", "bench", "variant", "metric"), "results-table": ("project", "bench"),
             "results-chart": ("project", "bench")}
 RESERVED = {"project", "bench", "variant", "metric", "run", "x"}
@@ -40,6 +53,8 @@ class Marker:
     args: dict[str, str]
     file: str
     line: int
+    section: str = ""        # the heading the marker sits under ("" before the first)
+    pin: str | None = None   # the run it reads: run=, the front matter's, or the one its section agreed on
 
     @property
     def where(self) -> str:
@@ -65,6 +80,30 @@ class Context:
     used_runs: set[str] = field(default_factory=set)
     # None: the first bad marker raises. A list: every bad marker is collected there (``--all-errors``).
     errors: list[str] | None = None
+    # A dated document's markers must name their runs. None: dated when the front matter has ``date:``.
+    dated: bool | None = None
+
+
+def front_matter(text: str, file: str) -> dict:
+    m = FRONT_RE.match(text)
+    if not m:
+        return {}
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as e:
+        raise MarkerError(f"{file}:1: front matter is not YAML: {' '.join(str(e).split())}") from e
+    return meta if isinstance(meta, dict) else {}
+
+
+def front_runs(meta: dict, file: str) -> dict[str, str]:
+    """The front matter's ``runs:`` (project -> run id), checked for shape."""
+    runs = meta.get("runs") or {}
+    if not isinstance(runs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in runs.items()):
+        raise MarkerError(f"{file}:1: front matter runs: must map each project to one run id")
+    unknown = sorted(set(runs) - set(R.projects()))
+    if unknown:
+        raise MarkerError(f"{file}:1: front matter runs: unknown project {unknown[0]!r}")
+    return runs
 
 
 def parse_args(text: str, where: str) -> dict[str, str]:
@@ -93,13 +132,20 @@ def _code_free_spans(line: str) -> list[tuple[int, int]]:
 
 def find(text: str, file: str) -> list[tuple[Marker, int, int, int]]:
     """(marker, line index, start, end) for every marker outside code."""
-    out, fenced = [], False
+    out, fenced, section = [], False, ""
+    front = FRONT_RE.match(text)
+    skip = front.group(0).count("\n") if front else 0
     for i, line in enumerate(text.split("\n")):
+        if i < skip:
+            continue
         if FENCE_RE.match(line):
             fenced = not fenced
             continue
         if fenced:
             continue
+        heading = HEADING_RE.match(line)
+        if heading:
+            section = heading.group(1)
         for a, b in _code_free_spans(line):
             opened = OPEN_RE.search(line, a, b)
             if opened and "-->" not in line[opened.end():b]:
@@ -110,7 +156,7 @@ def find(text: str, file: str) -> list[tuple[Marker, int, int, int]]:
                 if kind not in KINDS:
                     raise MarkerError(f"{where}: unknown marker {kind!r}; markers are {', '.join(KINDS)}")
                 args = parse_args(m.group(2), where)
-                marker = Marker(kind, args, file, i + 1)
+                marker = Marker(kind, args, file, i + 1, section)
                 missing = [k for k in REQUIRED[kind] if k not in args]
                 if missing:
                     raise marker.fail(f"{kind} marker needs {', '.join(missing)}")
@@ -122,8 +168,41 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
     """Replace every marker in ``text``; raises MarkerError on the first one that does not resolve."""
     lines = text.split("\n")
     found = find(text, file)
+    if not found:
+        return text
+    meta = front_matter(text, file)
+    runs = front_runs(meta, file)
+    dated = ctx.dated if ctx.dated is not None else "date" in meta
+    failed: dict[int, str] = {}
+    floating: dict[tuple[str, str], list[Marker]] = {}
+    for marker, *_ in found:
+        try:
+            _check_names(marker, ctx.df)
+        except MarkerError as e:
+            failed[id(marker)] = _fail(e, ctx)
+            continue
+        marker.pin = marker.args.get("run") or runs.get(marker.args["project"])
+        if marker.pin is None and dated:
+            failed[id(marker)] = _fail(marker.fail(
+                f"a dated entry's numbers never change: name the run (run=RUN_ID on the marker, or front matter "
+                f"runs: {{{marker.args['project']}: RUN_ID}}); this marker would follow the newest run"), ctx)
+        elif marker.pin is None:
+            floating.setdefault((marker.section, marker.args["project"]), []).append(marker)
+    for group in floating.values():
+        try:
+            run = choose_run(group, ctx.df)
+        except MarkerError as e:
+            for m in group:
+                failed[id(m)] = _fail(e, ctx) if m is group[0] else "**unresolved marker**"
+            continue
+        for m in group:
+            m.pin = run
     outs = []
+    first_error = len(ctx.errors) if ctx.errors is not None else 0
     for marker, *_ in found:  # top to bottom, so the first error reported is the first in the file
+        if id(marker) in failed:
+            outs.append("**unresolved marker**")
+            continue
         try:
             outs.append(RESOLVERS[marker.kind](marker, ctx))
         except MarkerError as e:
@@ -131,9 +210,24 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
                 raise
             ctx.errors.append(str(e))
             outs.append("**unresolved marker**")
+    if ctx.errors is not None:  # errors found before resolving (names, pins, sections) join in line order
+        ctx.errors[first_error:] = sorted(ctx.errors[first_error:], key=_line_of)
     for (_, i, a, b), out in reversed(list(zip(found, outs))):  # right to left keeps earlier offsets valid
         lines[i] = lines[i][:a] + out + lines[i][b:]
     return "\n".join(lines)
+
+
+def _line_of(error: str) -> int:
+    m = re.match(r"^.*?:(\d+): ", error)
+    return int(m.group(1)) if m else 0
+
+
+def _fail(e: MarkerError, ctx: Context) -> str:
+    """Collect the error (``--all-errors``) or raise it."""
+    if ctx.errors is None:
+        raise e
+    ctx.errors.append(str(e))
+    return "**unresolved marker**"
 
 
 def resolve_file(path: Path, ctx: Context, display: str | None = None) -> str:
@@ -152,42 +246,20 @@ def _bench_rows(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
     rows = prow[prow.bench == bench]
     if rows.empty:
         raise marker.fail(f"unknown bench {bench!r} in {project}; benches are {', '.join(sorted(prow.bench.unique()))}")
-    if "run" in marker.args:
-        run = marker.args["run"]
-        if run not in set(rows.run_id):
-            raise marker.fail(f"no run {run!r} of {project}/{bench}")
+    if marker.pin is not None and marker.pin not in set(rows.run_id):
+        named = "" if "run" in marker.args else " (named in the front matter)"
+        raise marker.fail(f"no run {marker.pin!r} of {project}/{bench}{named}")
     return rows
 
 
-def _pick_run(marker: Marker, rows: pd.DataFrame, what: str) -> pd.DataFrame:
-    """The rows of one run: run= if given, else the newest run with a countable match, else any ok match."""
-    rows = rows[[R.params_match(p, marker.filters) for p in rows.params]]
-    if "run" in marker.args:
-        rows = rows[rows.run_id == marker.args["run"]]
-    ok = rows[rows.status == "ok"]
-    if ok.empty:
-        filt = " ".join(f"{k}={v}" for k, v in marker.filters.items()) or "(no filters)"
-        raise marker.fail(f"no ok record of {what} at {filt}")
-    good = ok[ok.reason.isna()]
-    pool = good if not good.empty else ok
-    newest = pool.sort_values("created_at").iloc[-1].run_id
-    return rows[rows.run_id == newest]
-
-
-def _provenance(row: dict, ctx: Context) -> str:
-    link = R.rel_link(ctx.page, R.RUNS_PAGE) + "#" + row["anchor"]
-    ctx.used_runs.add(row["run_id"])
-    flags = ""
-    if row["reason"]:
-        flags += " " + R.badge("notcounted", row["reason"], "not counted as a headline number")
-    if row["stale"]:
-        flags += " " + R.badge("stale", "stale", "the sources changed since this run")
-    return f"{row['gpu_name'] or 'no GPU'}, [run {row['date']}]({link}){flags}"
-
-
-def resolve_result(marker: Marker, ctx: Context) -> str:
+def _check_names(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
+    """The bench's rows, after checking every name the marker gives (project, bench, variant, metric)."""
     a = marker.args
-    rows = _bench_rows(marker, ctx.df)
+    pin, marker.pin = marker.pin, a.get("run")
+    rows = _bench_rows(marker, df)
+    marker.pin = pin
+    if marker.kind != "result":
+        return rows
     if a["variant"] not in set(rows.variant):
         raise marker.fail(f"unknown variant {a['variant']!r} of {a['project']}/{a['bench']}; "
                           f"variants are {', '.join(sorted(rows.variant.unique()))}")
@@ -195,9 +267,100 @@ def resolve_result(marker: Marker, ctx: Context) -> str:
     if a["metric"] not in names:
         raise marker.fail(f"unknown metric {a['metric']!r} of {a['project']}/{a['bench']}; "
                           f"metrics are {', '.join(sorted(names))}")
-    mine = rows[(rows.variant == a["variant"]) & (rows.metric_name == a["metric"])]
-    run = _pick_run(marker, mine, f"{a['project']}/{a['bench']}/{a['variant']} metric {a['metric']}")
-    run = run[run.status == "ok"]
+    return rows
+
+
+def _what(marker: Marker) -> str:
+    a = marker.args
+    what = f"{a['project']}/{a['bench']}"
+    return what + (f"/{a['variant']} metric {a['metric']}" if marker.kind == "result" else "")
+
+
+def _filt(marker: Marker) -> str:
+    return " ".join(f"{k}={v}" for k, v in marker.filters.items()) or "(no filters)"
+
+
+def _matching(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
+    """Every row the marker could read, in any run: its bench, params filters, and variant/metric for a result."""
+    a = marker.args
+    rows = df[(df.project == a["project"]) & (df.bench == a["bench"])]
+    if marker.kind == "result":
+        rows = rows[(rows.variant == a["variant"]) & (rows.metric_name == a["metric"])]
+    return rows[[R.params_match(p, marker.filters) for p in rows.params]]
+
+
+def _has_baseline(marker: Marker, df: pd.DataFrame, run: pd.DataFrame, gpu: str) -> bool:
+    """Whether ``run`` (counted rows of one run) holds the baseline the marker's candidate is read against."""
+    base_name = R.bench_meta(df, marker.args["project"], marker.args["bench"]).get("headline_baseline")
+    if not base_name or marker.args.get("variant") == base_name:
+        return True
+    bench = R.counted(df[(df.project == marker.args["project"]) & (df.bench == marker.args["bench"])
+                         & (df.run_id == run.iloc[0].run_id) & (df.variant == base_name)], gpu)
+    if marker.kind != "result":
+        return not bench[[R.params_match(p, marker.filters) for p in bench.params]].empty
+    return bool(set(run.params_key) & set(bench[bench.metric_name == marker.args["metric"]].params_key))
+
+
+def choose_run(markers: list[Marker], df: pd.DataFrame) -> str:
+    """The one run every floating marker of a section (all of one project) reads: the newest in which each of
+    them has a counted record and each quoted candidate its baseline; else the newest in which each resolves."""
+    gpu = R.portfolio_gpu()
+    matches = [R.counted(_matching(m, df), gpu) for m in markers]
+    for m, rows in zip(markers, matches):
+        if rows.empty:
+            raise m.fail(f"no counted record of {_what(m)} at {_filt(m)} on {gpu}")
+    project = df[df.project == markers[0].args["project"]]
+    order = project.drop_duplicates("run_id").sort_values("created_at", ascending=False).run_id
+    fits = []
+    for run_id in order:
+        runs = [rows[rows.run_id == run_id] for rows in matches]
+        if all(len(r) for r in runs):
+            if all(_has_baseline(m, df, r, gpu) for m, r in zip(markers, runs)):
+                return run_id
+            fits.append(run_id)
+    if fits:
+        return fits[0]
+    m = markers[0]
+    heading = f"section {m.section!r}" if m.section else "the text before the first heading"
+    raise m.fail(f"the {len(markers)} markers of {m.args['project']} in {heading} resolve in no single run "
+                 "(a paragraph never mixes runs): pin run= on the ones that quote another run, or move them")
+
+
+def _pinned_rows(marker: Marker, df: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """(every matching row of the marker's run, the GPU model that run is read on)."""
+    run_all = df[(df.project == marker.args["project"]) & (df.run_id == marker.pin)]
+    rows = _matching(marker, df)
+    return rows[rows.run_id == marker.pin], R.run_gpu(run_all)
+
+
+def _counted_in_run(marker: Marker, df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+    """(all matching rows of the run, the counted ones, the run's GPU); fails when nothing counts."""
+    rows, gpu = _pinned_rows(marker, df)
+    good = R.counted(rows, gpu) if gpu else rows.iloc[0:0]
+    if good.empty:
+        ok = rows[rows.status == "ok"]
+        if ok.empty:
+            raise marker.fail(f"no ok record of {_what(marker)} at {_filt(marker)} in run {marker.pin}")
+        why = sorted({R.cell_reason(r, gpu) or "" for r in ok.to_dict("records")} - {""})
+        raise marker.fail(f"{_what(marker)} at {_filt(marker)} in run {marker.pin} does not count "
+                          f"({'; '.join(why)}): a number that does not count is never shown")
+    return rows, good, gpu
+
+
+def _provenance(row: dict, ctx: Context) -> str:
+    link = R.rel_link(ctx.page, R.RUNS_PAGE) + "#" + row["anchor"]
+    ctx.used_runs.add(row["run_id"])
+    flags = ""
+    if row["stale"]:
+        flags += " " + R.badge("stale", "stale", "the sources changed since this run")
+    return f"{row['gpu_name'] or 'no GPU'}, [run {row['date']}]({link}){flags}"
+
+
+def resolve_result(marker: Marker, ctx: Context) -> str:
+    a = marker.args
+    rows = _check_names(marker, ctx.df)
+    _bench_rows(marker, ctx.df)  # the pinned run exists for this bench
+    _, run, gpu = _counted_in_run(marker, ctx.df)
     if run.params_key.nunique() > 1:
         raise marker.fail(f"ambiguous: {run.params_key.nunique()} configs match ({'; '.join(sorted(run.params_key))}); "
                           "add k=v filters")
@@ -209,9 +372,8 @@ def resolve_result(marker: Marker, ctx: Context) -> str:
     if a["variant"] == base_name:
         detail.append("the baseline")
     else:
-        base = rows[(rows.run_id == row["run_id"]) & (rows.variant == base_name) & (rows.status == "ok")
-                    & (rows.params_key == row["params_key"]) & (rows.metric_name == a["metric"])
-                    & (rows.gpu_name == row["gpu_name"])]
+        base = R.counted(rows[(rows.run_id == row["run_id"]) & (rows.variant == base_name)
+                              & (rows.params_key == row["params_key"]) & (rows.metric_name == a["metric"])], gpu)
         if len(base):
             b = base.iloc[0].to_dict()
             ratio = R.speedup(row["value"], b["value"], bool(row["higher_is_better"]))
@@ -226,16 +388,16 @@ def resolve_result(marker: Marker, ctx: Context) -> str:
 def resolve_table(marker: Marker, ctx: Context) -> str:
     from .tables import variant_table  # tables imports markers' helpers; keep the cycle lazy
 
-    rows = _bench_rows(marker, ctx.df)
-    run = _pick_run(marker, rows, f"{marker.args['project']}/{marker.args['bench']}")
-    ctx.used_runs.add(run.iloc[0].run_id)
+    _bench_rows(marker, ctx.df)
+    run, _, _ = _counted_in_run(marker, ctx.df)
+    ctx.used_runs.add(marker.pin)
     return variant_table(run, ctx)
 
 
 def resolve_chart(marker: Marker, ctx: Context) -> str:
     a = marker.args
-    rows = _bench_rows(marker, ctx.df)
-    run = _pick_run(marker, rows, f"{a['project']}/{a['bench']}")
+    _bench_rows(marker, ctx.df)
+    run, good, _ = _counted_in_run(marker, ctx.df)
     meta = R.bench_meta(ctx.df, a["project"], a["bench"])
     x = a.get("x") or meta.get("x_param")
     if x and not any(x in p for p in run.params):
@@ -243,7 +405,7 @@ def resolve_chart(marker: Marker, ctx: Context) -> str:
     if ctx.chart is None:
         raise marker.fail("charts are not available in this context")
     path = ctx.chart(marker, run, x)
-    row = run.iloc[0].to_dict()
+    row = good.iloc[0].to_dict()
     alt = f"{meta.get('metric', 'metric')} of each {a['bench']} variant against {x or 'variant'}, {row['gpu_name']}"
     return f"![{alt}]({R.rel_link(ctx.page, path)})\n\n<span class=\"gf-caption\">{_provenance(row, ctx)}</span>"
 

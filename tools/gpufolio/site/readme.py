@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import records as R
+from . import roofline as RL
 from . import select as S
 from .tables import table
 
@@ -25,7 +26,7 @@ def headline_table(df: pd.DataFrame, site: R.Site) -> str:
         h = S.home_headline(df, p)
         if h is None:
             note = "no counted result yet" if len(df[df.project == p]) else "not yet measured"
-            rows.append([link, note, "—", "—", "—", "—", "—"])
+            rows.append([link, note, "—", "—", "—", "—", "—", "—"])
             continue
         c = h.candidate
         src = f"projects/{p}/results/{c['run_id']}.jsonl"
@@ -38,9 +39,10 @@ def headline_table(df: pd.DataFrame, site: R.Site) -> str:
                 ratio += (f"; {R.fmt_ratio(h.best_ratio)} {R.md_escape(h.best_baseline['label'])} (fastest baseline"
                           + (", slower)" if h.loses_to_best else ")"))
         name = f"{h.bench}: {R.md_escape(c['label'])}" + (" (stale: sources changed since)" if h.stale else "")
-        rows.append([link, name, value, ratio, c["gpu_name"], c["date"], site.commit_link(c["git_sha"])])
-    return table(["Project", "Headline", "Result", "vs baseline (same run)", "GPU", "Date", "Commit"], rows,
-                 "llrllll")
+        rows.append([link, name, value, ratio, RL.text(RL.place(c)), c["gpu_name"], c["date"],
+                     site.commit_link(c["git_sha"])])
+    return table(["Project", "Headline", "Result", "vs baseline (same run)", "Roofline", "GPU", "Date", "Commit"],
+                 rows, "llrlllll")
 
 
 def splice(text: str, block: str, where: str = "README.md") -> str:

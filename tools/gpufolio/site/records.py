@@ -1,7 +1,10 @@
 """The store as the site sees it: one prepared frame, the honesty verdict per record, and small formatters.
 
 ``prepare(frame, is_stale)`` adds to ``gpufolio.store.load_frame()``'s long frame:
-    reason   None when a record may be a headline number, else why not ("dirty tree", "failed correctness", ...)
+    quality  None when the record itself is sound (ok, correct, clean tree, full SHA, a GPU), else why not
+    reason   the one "counts" verdict: ``quality``, or "another GPU model (...)" when the record is sound but
+             not on the portfolio's GPU model (``portfolio_gpu()``); None when it counts
+    counts   ``reason is None``: the only filter a table, chart, headline or marker uses for numbers
     stale    the sources behind the record changed since its run (``provenance.StaleCheck``; a badge, still
              counted)
     date     the run's date (YYYY-MM-DD), anchor (the run's anchor on the runs page), label (variant label)
@@ -9,6 +12,7 @@ Every page, table and marker reads this one frame, so the rules live in one plac
 """
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -39,7 +43,7 @@ STATUS_REASONS = {
     "skipped": "skipped",
 }
 
-NUMERIC = {"value", "median_ms", "p20_ms", "p80_ms", "min_ms", "max_ms", "n_reps", "line"}
+NUMERIC = {"counts", "value", "median_ms", "p20_ms", "p80_ms", "min_ms", "max_ms", "n_reps", "line"}
 RUNS_PAGE = "runs.md"
 NOT_COUNTED_PAGE = "not-counted.md"
 
@@ -48,8 +52,29 @@ def project_page(project: str) -> str:
     return f"projects/{project}.md"
 
 
-def reason_not_counted(row: Mapping[str, Any]) -> str | None:
-    """Why a record can never be a headline number; None when it can. Order: the worst problem first."""
+# The GPU model the portfolio's numbers are on when the site configuration (gpufolio.yml, ``config``) does not
+# say: its ``gpu`` statement ("one NVIDIA H200") names the model after a count.
+DEFAULT_GPU = "NVIDIA H200"
+_COUNT_RE = re.compile(r"^(?:one|two|four|eight|a|an|\d+)\s*(?:x|×)?\s+", re.I)
+
+
+@functools.lru_cache(maxsize=1)
+def portfolio_gpu() -> str:
+    """The portfolio's GPU model: the model named by the site configuration's GPU statement, else DEFAULT_GPU.
+    Records of any other model never count here; they get sections of their own."""
+    from .. import store
+
+    try:
+        from . import config  # imports this module: import it late
+    except ImportError:  # a checkout without the site configuration module
+        return DEFAULT_GPU
+    site = config.load(store.repo_root())
+    model = getattr(site, "gpu_model", None)  # should the configuration name the model itself one day
+    return (model if isinstance(model, str) and model else _COUNT_RE.sub("", (site.gpu or "").strip())) or DEFAULT_GPU
+
+
+def record_quality(row: Mapping[str, Any]) -> str | None:
+    """What is wrong with a record on any GPU; None when it is sound. Order: the worst problem first."""
     status = row["status"]
     if status != "ok":
         return STATUS_REASONS.get(status, status)
@@ -65,6 +90,44 @@ def reason_not_counted(row: Mapping[str, Any]) -> str | None:
     return None
 
 
+def other_gpu_reason(gpu_name: str) -> str:
+    return f"another GPU model ({gpu_name})"
+
+
+def reason_not_counted(row: Mapping[str, Any], gpu: str | None = None) -> str | None:
+    """Why a record does not count on ``gpu`` (default: the portfolio's); None when it counts."""
+    quality = record_quality(row)
+    if quality is not None:
+        return quality
+    if row["gpu_name"] != (gpu or portfolio_gpu()):
+        return other_gpu_reason(row["gpu_name"])
+    return None
+
+
+def counted(rows: pd.DataFrame, gpu: str | None = None) -> pd.DataFrame:
+    """The rows that count on ``gpu`` (default: the portfolio's): sound records of that GPU model, nothing else.
+    Every number on the site comes through here (or through the ``counts`` column, which is this on the
+    portfolio's GPU)."""
+    if rows.empty:
+        return rows
+    return rows[rows.quality.isna() & (rows.gpu_name == (gpu or portfolio_gpu()))]
+
+
+def run_gpu(run: pd.DataFrame) -> str | None:
+    """The GPU model a run's numbers are read on: the portfolio's when any sound record of the run is on it,
+    else the most common model among its sound records (a run measured elsewhere is its own section)."""
+    sound = run[run.quality.isna() & run.gpu_name.notna()]
+    if sound.empty:
+        return None
+    names = sound.gpu_name
+    return portfolio_gpu() if (names == portfolio_gpu()).any() else names.value_counts().index[0]
+
+
+def cell_reason(row: Mapping[str, Any], gpu: str | None) -> str | None:
+    """Why one record is not a number in a section about ``gpu``; None when it is."""
+    return reason_not_counted(row, gpu) if gpu else record_quality(row)
+
+
 def run_anchor(run_id: str) -> str:
     return "run-" + re.sub(r"[^a-z0-9_-]", "-", run_id.lower())
 
@@ -73,10 +136,16 @@ def prepare(frame: pd.DataFrame, is_stale: Callable[[str, dict[str, Any]], bool]
     """Add the site's columns. ``is_stale(project, git)``: a ``provenance.StaleCheck`` of the current tree."""
     df = frame.copy()
     if df.empty:
-        for col in ("reason", "stale", "date", "anchor", "label", "params_text"):
+        for col in ("quality", "reason", "counts", "stale", "date", "anchor", "label", "params_text"):
             df[col] = pd.Series(dtype=object)
         return df
-    df["reason"] = [reason_not_counted(r) for r in df.to_dict("records")]
+    gpu = portfolio_gpu()
+    rows = df.to_dict("records")
+    quality = [record_quality(r) for r in rows]  # a list: a frame column would hold None as NaN (truthy)
+    df["quality"] = quality
+    df["reason"] = [q or (None if r["gpu_name"] == gpu else other_gpu_reason(r["gpu_name"]))
+                    for q, r in zip(quality, rows)]
+    df["counts"] = df.reason.isna()
     df["stale"] = [bool(is_stale(p, {"source_digest": d, "sha": sha, "dirty": dirty}))
                    for p, d, sha, dirty in zip(df.project, df.source_digest, df.git_sha, df.git_dirty)]
     df["date"] = df.created_at.str.slice(0, 10)

@@ -3,7 +3,8 @@
 The headline of a bench: the newest run with a countable record at ``bench_meta.headline_params``; in it, the best
 countable candidate against ``headline_baseline`` measured in the same run, at the same params, on the same GPU
 model. A run that has both beats a newer run that has only the candidate (a ratio is the point of the headline);
-a candidate that loses stays the headline and is shown losing. Countable = ``records.reason_not_counted`` is None.
+a candidate that loses stays the headline and is shown losing. Countable = ``records.counted``: a sound record
+of the portfolio's GPU model; another model's records get headlines of their own (``gpu=``), never mixed in.
 """
 from __future__ import annotations
 
@@ -54,19 +55,23 @@ class Headline:
         return bool(self.candidate["stale"] or (self.baseline and self.baseline["stale"]))
 
 
-def _headline_rows(df: pd.DataFrame, project: str, bench: str) -> pd.DataFrame:
+def _headline_rows(df: pd.DataFrame, project: str, bench: str, gpu: str | None = None) -> pd.DataFrame:
     rows = df[(df.project == project) & (df.bench == bench) & df.is_headline_metric.astype(bool)]
-    return rows[rows.reason.isna() & rows.value.notna()]
+    rows = R.counted(rows, gpu)
+    return rows[rows.value.notna()]
 
 
-def bench_headline(df: pd.DataFrame, project: str, bench: str) -> Headline | None:
+def bench_headline(df: pd.DataFrame, project: str, bench: str, gpu: str | None = None) -> Headline | None:
+    """``gpu``: whose headline (default: the portfolio's GPU model)."""
     df = df[(df.project == project) & (df.bench == bench)]  # once: every lookup below is on this bench only
     meta = R.bench_meta(df, project, bench)
     if not meta:
         return None
     hp = meta.get("headline_params") or {}
     base_name = meta.get("headline_baseline")
-    rows = _headline_rows(df, project, bench)
+    rows = _headline_rows(df, project, bench, gpu)
+    if rows.empty:
+        return None
     rows = rows[[R.params_match(p, hp) for p in rows.params]]
     best_alone = None
     for run_id in rows.sort_values("created_at", ascending=False).run_id.unique():
@@ -92,9 +97,16 @@ def bench_headline(df: pd.DataFrame, project: str, bench: str) -> Headline | Non
     return best_alone
 
 
-def project_headlines(df: pd.DataFrame, project: str) -> list[Headline]:
-    out = [bench_headline(df, project, b) for b in R.benches(df, project)]
+def project_headlines(df: pd.DataFrame, project: str, gpu: str | None = None) -> list[Headline]:
+    out = [bench_headline(df, project, b, gpu) for b in R.benches(df, project)]
     return [h for h in out if h is not None]
+
+
+def other_gpus(df: pd.DataFrame, project: str | None = None) -> list[str]:
+    """GPU models with sound records besides the portfolio's: each gets a section of its own."""
+    rows = df if project is None else df[df.project == project]
+    names = rows[rows.quality.isna() & rows.gpu_name.notna()].gpu_name.unique()
+    return sorted(n for n in names if n != R.portfolio_gpu())
 
 
 def home_headline(df: pd.DataFrame, project: str) -> Headline | None:
@@ -116,18 +128,17 @@ def not_counted(df: pd.DataFrame, project: str | None = None) -> pd.DataFrame:
 
 
 def latest_run(df: pd.DataFrame, project: str, bench: str, filters: dict[str, Any] | None = None,
-               run_id: str | None = None) -> pd.DataFrame:
-    """All metric rows of the newest run of a bench that has an ok record matching ``filters``."""
+               run_id: str | None = None, gpu: str | None = None) -> pd.DataFrame:
+    """All metric rows of the newest run of a bench with a record that counts on ``gpu`` (default: the
+    portfolio's) matching ``filters``; empty when there is none. The rows that do not count stay in (a table
+    says why each is not a number); ``records.counted`` picks the numbers."""
     rows = df[(df.project == project) & (df.bench == bench)]
     if filters:
         rows = rows[[R.params_match(p, filters) for p in rows.params]]
     if run_id is not None:
         return rows[rows.run_id == run_id]
-    # a run with a countable record first, so that the tables agree with the headline; then any ok run
-    ok = rows[rows.reason.isna() & (rows.status == "ok")]
-    if ok.empty:
-        ok = rows[rows.status == "ok"]
-    if ok.empty:
-        return ok
-    newest = ok.sort_values("created_at").iloc[-1].run_id
+    good = R.counted(rows, gpu)
+    if good.empty:
+        return good
+    newest = good.sort_values("created_at").iloc[-1].run_id
     return rows[rows.run_id == newest]

@@ -1,13 +1,15 @@
 """Markdown tables: the home headline table, a project's headline table, per-variant tables, not-counted.
 
 Every number in a table links to its run on the runs page; every comparison is within one run and one GPU
-(``select`` guarantees it), and a losing candidate carries a "slower" badge instead of being left out.
+(``select`` guarantees it), and a losing candidate carries a "slower" badge instead of being left out. A record
+that does not count (``records.counted``) is never a number in a table: its cell says why.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from . import records as R
+from . import roofline as RL
 from . import select as S
 
 
@@ -42,6 +44,12 @@ def ratio_cell(h: S.Headline) -> str:
     return text
 
 
+def roofline_cell(h: S.Headline, page: str, ceilings_page: str = "index.md") -> str:
+    """The headline's place against its run's measured ceiling and the datasheet, linked to the ceilings table."""
+    link = f"{R.rel_link(page, ceilings_page)}#{RL.CEILINGS_ANCHOR}"
+    return f'<span class="gf-roof">[{RL.text(RL.place(h.candidate))}]({link})</span>'
+
+
 def flags(h: S.Headline) -> str:
     return R.badge("stale", "stale", "the sources changed since this run") if h.stale else ""
 
@@ -59,23 +67,57 @@ def home_table(df: pd.DataFrame, site: R.Site, page: str = "index.md") -> str:
             continue
         c = h.candidate
         result = f"{h.bench}: {R.md_escape(c['label'])} {flags(h)}".strip()
-        rows.append([link, result, value_link(c, page), ratio_cell(h), c["gpu_name"], c["date"],
-                     site.commit_link(c["git_sha"])])
+        rows.append([link, result, value_link(c, page) + "<br>" + roofline_cell(h, page), ratio_cell(h),
+                     c["gpu_name"], c["date"], site.commit_link(c["git_sha"])])
     return table(["Project", "Headline", "Result", "vs baseline (same run)", "GPU", "Date", "Commit"], rows,
                  "llrllll")
 
 
-def headline_table(df: pd.DataFrame, project: str, site: R.Site, page: str) -> str:
-    heads = S.project_headlines(df, project)
+def headline_table(df: pd.DataFrame, project: str, site: R.Site, page: str, gpu: str | None = None) -> str:
+    """``gpu``: whose headlines (default: the portfolio's GPU model)."""
+    heads = S.project_headlines(df, project, gpu)
     rows = []
     for h in heads:
         c, b = h.candidate, h.baseline
         bench = f"`{h.bench}` {flags(h)}".strip() + f'<br><span class="gf-params">{R.md_escape(c["params_text"])}</span>'
         rows.append([bench, R.md_escape(c["label"]), value_link(c, page), value_link(b, page) if b else "—",
-                     ratio_cell(h), f"{c['gpu_name']}<br>{site.commit_link(c['git_sha'])}"])
+                     ratio_cell(h), roofline_cell(h, page), f"{c['gpu_name']}<br>{site.commit_link(c['git_sha'])}"])
     if not rows:
         return ""
-    return table(["Bench, params", "Best candidate", "Result", "Baseline", "Ratio", "GPU, commit"], rows, "llrrll")
+    return table(["Bench, params", "Best candidate", "Result", "Baseline", "Ratio", "Roofline", "GPU, commit"], rows,
+                 "llrrlll")
+
+
+def other_gpu_sections(df: pd.DataFrame, project: str, site: R.Site, page: str) -> list[str]:
+    """One section per other GPU model with sound records: its own headlines against its own baselines, never
+    against the portfolio GPU's."""
+    out = []
+    for gpu in S.other_gpus(df, project):
+        body = headline_table(df, project, site, page, gpu)
+        if body:
+            out += [f"## On {gpu}", "", f"*Measured on {R.md_escape(gpu)}: compared only with baselines measured on "
+                    f"it, never with the {R.portfolio_gpu()} numbers above.*", "", body, ""]
+    return out
+
+
+def ceilings_section(df: pd.DataFrame, heads: list[S.Headline] | None = None, level: str = "##") -> str:
+    """One table of hardware ceilings per GPU model: the measured ones of each headline's run, their range over
+    every run, and the datasheet. The roofline cells of the headline tables link here."""
+    gpus = [R.portfolio_gpu(), *S.other_gpus(df)]
+    if heads is None:
+        heads = [h for p in R.projects() for g in gpus for h in S.project_headlines(df, p, g)]
+    parts = [f'{level} Hardware ceilings {{#{RL.CEILINGS_ANCHOR}}}', "",
+             "Each run measures its own ceilings before its benches (a device-to-device copy and cuBLAS at "
+             "8192³ or 4096³); every headline's roofline place is read against its own run's ceiling and "
+             "against the datasheet.", ""]
+    for gpu in gpus:
+        runs = list(dict.fromkeys(h.candidate["run_id"] for h in heads if h.candidate["gpu_name"] == gpu))
+        rows = RL.ceilings_rows(df, gpu, runs)
+        if not rows:
+            continue
+        parts += [f"{level}# {gpu}", "", table(["Source", "Copy bandwidth, GB/s", "cuBLAS bf16, TFLOP/s",
+                                                 "cuBLAS fp32, TFLOP/s"], rows, "lrrr"), ""]
+    return "\n".join(parts)
 
 
 def _varying(params: list[dict]) -> list[str]:
@@ -87,8 +129,11 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
     """One run of one bench: a row per variant, a column per config; each cell the headline metric and its
     ratio to the headline baseline at that config. Non-ok cells say what happened instead of a number."""
     page = ctx.page
+    gpu = R.run_gpu(run)  # the GPU model this table is about; a record of another model is not a number here
     recs = run[run.is_headline_metric.astype(bool)].to_dict("records")  # plain dicts: cell lookups stay cheap
-    first = recs[0]
+    for r in recs:
+        r["why_not"] = R.cell_reason(r, gpu)
+    first = next((r for r in recs if r["why_not"] is None), recs[0])
     meta = first["record"].get("bench_meta") or {}
     base_name = meta.get("headline_baseline")
     cell_of = {(r["variant"], r["params_key"]): r for r in recs}
@@ -110,21 +155,21 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
             if r is None:
                 cells.append("")
                 continue
-            if r["status"] != "ok":
-                cells.append(R.badge("notcounted", R.STATUS_REASONS.get(r["status"], r["status"])))
+            if r["why_not"] is not None:
+                cells.append(R.badge("notcounted", r["why_not"]))
                 continue
             cell = f"[{R.fmt_value(r['value'])}]({runs_link}#{r['anchor']})"
             base = cell_of.get((base_name, c))
-            if not is_base and base is not None and base["status"] == "ok":  # baselines are references
+            if not is_base and base is not None and base["why_not"] is None:  # baselines are references
                 ratio = R.speedup(r["value"], base["value"], bool(r["higher_is_better"]))
                 cell += f" ({R.fmt_ratio(ratio)})" + (" " + R.badge("loses", "slower") if ratio and ratio < 1 else "")
             cells.append(cell)
         body.append(cells)
     constant = {k: v for k, v in params_of[configs[0]].items() if k not in vary}
     caption = (f"*{first['metric_unit']}, {'higher' if first['higher_is_better'] else 'lower'} is better; "
-               f"ratio to {base_name} in the same run.* {first['gpu_name']}, {run_link(first, page, 'run ' + first['run_id'])}"
+               f"ratio to {base_name} in the same run.* {gpu or first['gpu_name']}, "
+               f"{run_link(first, page, 'run ' + first['run_id'])}"
                + (f", {R.md_escape(R.params_text(constant))}" if constant else "")
-               + (" " + R.badge("notcounted", first["reason"]) if first["reason"] and first["status"] == "ok" else "")
                + (" " + R.badge("stale", "stale") if first["stale"] else ""))
     return table(header, body, "l" + "r" * len(configs)) + "\n\n" + caption
 

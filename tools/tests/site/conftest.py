@@ -26,6 +26,19 @@ def df():
 
 
 @pytest.fixture(scope="session")
+def mixed_df():
+    """The fixture store plus make_site_fixtures.mixed_records(): another GPU model inside a run and in a newer
+    run, a dirty record inside a clean run, a newer run without the baseline."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_site_fixtures", FIXTURE_ROOT.parent / "make_site_fixtures.py")
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    frame = store.frame(store.load_records(FIXTURE_ROOT) + fixtures.mixed_records())
+    return records.prepare(frame, provenance.StaleCheck(FIXTURE_ROOT))
+
+
+@pytest.fixture(scope="session")
 def site_cfg():
     return SITE
 

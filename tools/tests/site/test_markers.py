@@ -42,11 +42,11 @@ def test_run_pin_selects_the_other_gpu_run(df):
     assert "NVIDIA A100-SXM4-80GB" in out and "0.70× cuBLAS" in out
 
 
-def test_dirty_only_match_is_shown_with_its_reason(df):
-    # a pinned dirty run still resolves, but says it is not counted
-    out = resolve(df, "<!-- result: project=gemm_ladder bench=sgemm variant=07_vectorize metric=tflops M=4096 "
-                      "run=20261202T091500Z-b2b2b2 -->")
-    assert "dirty tree" in out
+def test_a_pinned_record_that_does_not_count_fails_instead_of_showing(df):
+    # a dirty run named outright is still never a number on the page
+    with pytest.raises(M.MarkerError, match=r"README.md:1: .*does not count \(dirty tree\)"):
+        resolve(df, "<!-- result: project=gemm_ladder bench=sgemm variant=07_vectorize metric=tflops M=4096 "
+                    "run=20261202T091500Z-b2b2b2 -->")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -54,8 +54,8 @@ def test_dirty_only_match_is_shown_with_its_reason(df):
     ("<!-- result: project=gemm_ladder bench=hgemm variant=a metric=tflops -->", "unknown bench 'hgemm'"),
     ("<!-- result: project=gemm_ladder bench=sgemm variant=99_magic metric=tflops -->", "unknown variant '99_magic'"),
     ("<!-- result: project=gemm_ladder bench=sgemm variant=cublas metric=gflops -->", "unknown metric 'gflops'"),
-    ("<!-- result: project=gemm_ladder bench=sgemm variant=cublas metric=tflops M=123 -->", "no ok record"),
-    ("<!-- result: project=gemm_ladder bench=sgemm variant=08_buggy metric=tflops -->", "no ok record"),
+    ("<!-- result: project=gemm_ladder bench=sgemm variant=cublas metric=tflops M=123 -->", "no counted record"),
+    ("<!-- result: project=gemm_ladder bench=sgemm variant=08_buggy metric=tflops -->", "no counted record"),
     ("<!-- result: project=gemm_ladder bench=sgemm variant=cublas metric=tflops -->", "ambiguous: 3 configs"),
     ("<!-- result: project=oss_pr_notes bench=x variant=y metric=z -->", "has no records yet"),
     ("<!-- result: project=gemm_ladder bench=sgemm metric=tflops -->", "needs variant"),
@@ -113,3 +113,61 @@ def test_all_errors_mode_collects_every_bad_marker_in_order(df):
     out = M.resolve_text(text, "w.md", c)
     assert [e.split(": ")[0] for e in c.errors] == ["w.md:1", "w.md:3"]
     assert out.splitlines()[0] == "**unresolved marker**" and "37.4 TFLOP/s" in out.splitlines()[1]
+
+
+# ---- which run a marker reads -------------------------------------------------------------------------------
+
+DATED = "---\ndate: 2026-12-02\n{runs}---\n\n# An entry\n\n{body}\n"
+SGEMM = "<!-- result: project=gemm_ladder bench=sgemm variant=07_vectorize metric=tflops M=4096 {pin}-->"
+
+
+def test_a_floating_marker_in_a_dated_entry_fails_with_file_and_line(df):
+    text = DATED.format(runs="", body="It ran at " + SGEMM.format(pin="") + ".")
+    with pytest.raises(M.MarkerError) as e:
+        M.resolve_text(text, "worklog/2026-12-02-x.md", ctx(df, page="worklog/posts/2026-12-02-x.md"))
+    assert str(e.value).startswith("worklog/2026-12-02-x.md:7: a dated entry's numbers never change")
+
+
+def test_a_dated_entry_reads_the_runs_its_front_matter_names(mixed_df):
+    # d5d5d5 is newer and clean; the entry names a1a1a1, so it shows a1a1a1's number, today and after any rerun
+    text = DATED.format(runs="runs:\n  gemm_ladder: 20261201T101500Z-a1a1a1\n", body=SGEMM.format(pin=""))
+    out = M.resolve_text(text, "worklog/x.md", ctx(mixed_df, page="worklog/posts/x.md"))
+    assert "**37.4 TFLOP/s**" in out and "run-20261201t101500z-a1a1a1" in out
+    pinned = DATED.format(runs="runs:\n  gemm_ladder: 20261201T101500Z-a1a1a1\n",
+                          body=SGEMM.format(pin="run=20261202T120000Z-d5d5d5 "))
+    assert "run-20261202t120000z-d5d5d5" in M.resolve_text(pinned, "worklog/x.md", ctx(mixed_df, page="worklog/posts/x.md"))
+
+
+def test_front_matter_naming_a_run_the_bench_lacks_fails(df):
+    text = DATED.format(runs="runs:\n  gemm_ladder: 20261130T080000Z-ffffff\n", body=SGEMM.format(pin=""))
+    with pytest.raises(M.MarkerError, match=r"x.md:9: no run '20261130T080000Z-ffffff' .*front matter"):
+        M.resolve_text(text, "x.md", ctx(df))
+
+
+def test_a_readme_section_prefers_the_newest_run_that_holds_the_baseline(mixed_df):
+    # d5d5d5 (newer) has 07_vectorize but no cuBLAS: the section reads a1a1a1, which has both
+    out = resolve(mixed_df, "## Results\n\n" + SGEMM.format(pin=""))
+    assert "0.75× cuBLAS" in out and "run-20261201t101500z-a1a1a1" in out
+
+
+def test_a_section_never_mixes_runs(mixed_df):
+    only_new = "<!-- result: project=gemm_ladder bench=sgemm variant=11_only_here metric=tflops M=4096 -->"
+    only_old = "<!-- result: project=gemm_ladder bench=sgemm variant=01_naive metric=tflops M=4096 -->"
+    # each alone resolves (to different runs); in one section they would mix runs, so the build fails
+    assert "d5d5d5" in resolve(mixed_df, only_new) and "a1a1a1" in resolve(mixed_df, only_old)
+    with pytest.raises(M.MarkerError, match=r"README.md:3: the 2 markers of gemm_ladder in section 'Mixed' "
+                                            r"resolve in no single run"):
+        resolve(mixed_df, f"## Mixed\n\n{only_new} and {only_old}")
+    # under two headings they are two sections, each with its own run
+    out = resolve(mixed_df, f"## New\n\n{only_new}\n\n## Old\n\n{only_old}")
+    assert "d5d5d5" in out and "a1a1a1" in out
+
+
+def test_every_marker_of_a_section_reads_one_run(mixed_df):
+    # 07_vectorize alone would prefer a1a1a1 (baseline), 11_only_here exists only in d5d5d5: the section has one
+    # run that holds both (d5d5d5), and both numbers say so
+    text = ("## One paragraph\n\n" + SGEMM.format(pin="") + " and "
+            "<!-- result: project=gemm_ladder bench=sgemm variant=11_only_here metric=tflops M=4096 -->")
+    out = resolve(mixed_df, text)
+    assert out.count("run-20261202t120000z-d5d5d5") == 2 and "a1a1a1" not in out
+    assert "no cublas in this run" in out

@@ -18,8 +18,12 @@ def test_every_record_gets_the_reason_it_is_not_counted(df):
 
 
 def test_reason_rules_one_by_one():
-    ok = {"status": "ok", "correctness_passed": True, "git_sha": "f" * 40, "git_dirty": False, "gpu_name": "H200"}
+    ok = {"status": "ok", "correctness_passed": True, "git_sha": "f" * 40, "git_dirty": False,
+          "gpu_name": "NVIDIA H200"}
     assert R.reason_not_counted(ok) is None
+    assert R.reason_not_counted({**ok, "status": "dry_run"}) == "dry run (CPU, tiny sizes)"
+    assert R.reason_not_counted({**ok, "gpu_name": "NVIDIA A100-SXM4-80GB"}) == "another GPU model (NVIDIA A100-SXM4-80GB)"
+    assert R.reason_not_counted({**ok, "gpu_name": "NVIDIA A100-SXM4-80GB"}, gpu="NVIDIA A100-SXM4-80GB") is None
     assert R.reason_not_counted({**ok, "status": "timeout"}) == "timed out"
     assert R.reason_not_counted({**ok, "status": "error"}) == "error"
     assert R.reason_not_counted({**ok, "git_sha": "abc1234"}) == "unknown commit"  # a short SHA is not enough
@@ -76,7 +80,8 @@ def test_home_headline_has_one_row_per_project_and_none_for_unmeasured(df):
 
 def test_not_counted_lists_each_record_once_newest_first(df):
     nc = S.not_counted(df)
-    assert len(nc) == 6
+    assert len(nc) == 8  # 6 unsound records, and the A100 run's 2 (sound, but another GPU model)
+    assert (nc.reason == "another GPU model (NVIDIA A100-SXM4-80GB)").sum() == 2
     assert nc.created_at.is_monotonic_decreasing
     assert set(nc.status) == {"ok", "failed_correctness", "dry_run", "oom"}
 
