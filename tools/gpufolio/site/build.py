@@ -18,6 +18,7 @@ import pandas as pd
 from .. import provenance, store
 from . import pages, project
 from . import records as R
+from . import history  # the history and regressions pages (they add themselves to the nav)
 from .context import RenderCtx
 from .markers import MarkerError
 
@@ -26,6 +27,7 @@ GENERATED = ("index.md", "projects", "runs.md", "not-counted.md", "generated", "
              "contributions")  # the last one: gpufolio.prnotes.site.write_pages
 DEFAULT_REPO_URL = "https://github.com/gpufolio/gpufolio"
 log = logging.getLogger("gpufolio.site")
+GENERATED += ("history", "regressions.md")  # gpufolio.site.history
 
 
 @dataclass
@@ -106,6 +108,7 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     pages.render_not_counted(ctx)
     written += pages.render_worklog(ctx)
     pages.write_nav(ctx, extra)
+    written += history.render(ctx)  # after write_nav: it adds its pages to the nav
     if ctx.marker_errors:
         errors = sorted(ctx.marker_errors, key=lambda e: (e.split(":")[0], int(e.split(":")[1])))
         raise MarkerError(f"{len(errors)} unresolved markers:\n" + "\n".join(errors))
