@@ -69,3 +69,38 @@ def test_meta_device():
     q, k, v = (t.to("meta") for t in qkv())
     with pytest.raises(ValueError, match="device"):
         flash_attention(q, k, v)
+
+
+# What the tests above leave out: (q, k, v shapes or tensors, keywords, error, what the message says).
+def _meta(t):
+    return t.to("meta")
+
+
+REFUSED = [
+    ("k, v shapes differ", lambda q, k, v: (q, k, v[:, :, :8]), {}, ValueError, "k and v must have one shape"),
+    ("k not 4-D", lambda q, k, v: (q, k[0], v), {}, ValueError, "k must be 4-D"),
+    ("v not a tensor", lambda q, k, v: (q, k, v.tolist()), {}, TypeError, "v must be a torch.Tensor"),
+    ("k on another device", lambda q, k, v: (q, _meta(k), v), {}, ValueError, "one device"),
+    ("empty batch", lambda q, k, v: (q[:0], k[:0], v[:0]), {}, ValueError, "empty input"),
+    ("no query heads", lambda q, k, v: (q[:, :0], k, v), {}, ValueError, "empty input"),
+    ("no KV heads", lambda q, k, v: (q, k[:, :0], v[:, :0]), {}, ValueError, "KV heads must divide"),
+    ("no queries", lambda q, k, v: (q[:, :, :0], k, v), {}, ValueError, "empty input"),
+    ("no keys", lambda q, k, v: (q, k[:, :, :0], v[:, :, :0]), {}, ValueError, "empty input"),
+    ("NaN scale", lambda q, k, v: (q, k, v), {"scale": float("nan")}, ValueError, "scale"),
+    ("scale not a number", lambda q, k, v: (q, k, v), {"scale": "big"}, ValueError, "could not convert"),
+]
+
+
+@pytest.mark.parametrize(("make", "kw", "error", "says"), [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
+def test_refused_before_launch(make, kw, error, says):
+    with pytest.raises(error, match=says):
+        flash_attention(*make(*qkv()), **kw)
+
+
+def test_strided_views_are_accepted_and_match_their_copies():
+    """[B, S, H, D] activations viewed as [B, H, S, D] (a transpose, not contiguous) are copied, not refused."""
+    q, k, v = (t.transpose(1, 2) for t in qkv(shape=(1, 16, 2, 32)))
+    assert not q.is_contiguous()
+    torch.testing.assert_close(flash_attention(q, k, v, causal=True),
+                               flash_attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True),
+                               rtol=0, atol=0)
