@@ -168,3 +168,9 @@ class EngineConfig:
             raise ValueError("skinny_max_m must be in [0, 16]")
         if self.max_graph_batch < 1:
             raise ValueError("max_graph_batch must be positive")
+        # A pool that cannot hold one max_model_len sequence would leave a long request waiting for blocks forever.
+        fixed = self.cache.num_blocks
+        if fixed is not None and fixed * self.cache.block_size < self.max_model_len:
+            raise ValueError(f"cache.num_blocks={fixed} holds {fixed * self.cache.block_size} tokens, fewer than "
+                             f"one max_model_len={self.max_model_len} sequence: raise num_blocks or lower "
+                             "max_model_len")

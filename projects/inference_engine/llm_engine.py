@@ -6,11 +6,14 @@
 """
 from __future__ import annotations
 
+import random
 import time
 from typing import Iterator, Optional, Sequence as Seq, Union
 
 from .block_manager import BlockManager
+from .admission import check_batch, check_prompt
 from .config import CacheConfig, EngineConfig, ModelConfig, SchedulerConfig
+from .errors import RequestError, RequestsFailed, RequestTypeError, RequestValueError, StepError
 from .model_runner import ModelRunner
 from .sampling_params import SamplingParams
 from .scheduler import Scheduler
@@ -35,42 +38,128 @@ class LLMEngine:
         self.scheduler = Scheduler(config.scheduler, self.block_manager, config.model_config.eos_token_id,
                                    config.max_model_len)
         self.num_tokens_computed = {"prefill": 0, "decode": 0}
+        self.requests: dict[str, Sequence] = {}  # request_id -> its sequence, while unfinished
+        self._seed_rng = random.Random(config.seed)  # seeds for requests that bring none
 
-    def add_request(self, prompt_token_ids: list[int], params: SamplingParams) -> Sequence:
-        seq = Sequence(prompt_token_ids, params)
+    # -- admission ------------------------------------------------------------------------------------------
+    def validate(self, prompt_token_ids, params=None) -> tuple[list[int], SamplingParams]:
+        """Check one request without queueing it: (prompt as a list of ints, SamplingParams), or a RequestError
+        (a TypeError or ValueError) naming the field."""
+        sp = SamplingParams.coerce(params)
+        prompt = check_prompt(prompt_token_ids, self.config.model_config.vocab_size)
+        self.scheduler.check_lengths(len(prompt), sp.max_tokens)
+        return prompt, sp
+
+    def add_request(self, prompt_token_ids, params=None, request_id: Optional[str] = None) -> Sequence:
+        """Validate and queue one request; a refused one raises and leaves nothing queued."""
+        prompt, sp = self.validate(prompt_token_ids, params)
+        if request_id is not None and not isinstance(request_id, str):
+            raise RequestTypeError("request_id", f"must be a str or None, got {type(request_id).__name__}")
+        if request_id in self.requests:
+            raise RequestValueError("request_id", f"{request_id!r} is already running")
+        seed = sp.seed if sp.seed is not None else self._seed_rng.getrandbits(63)
+        seq = Sequence(prompt, sp, request_id, seed)
         self.scheduler.add(seq)
+        self.requests[seq.request_id] = seq
         return seq
 
+    def abort(self, request_id: str) -> bool:
+        """Stop a request wherever it is (waiting or running) and free its blocks. False if it is not live.
+        Call it from the thread that calls ``step``."""
+        seq = self.requests.pop(request_id, None)
+        if seq is None:
+            return False
+        self.scheduler.abort(seq)
+        return True
+
+    # -- the algorithm --------------------------------------------------------------------------------------
     def step(self) -> list[tuple[Sequence, list[int]]]:
-        """One engine step; returns (sequence, tokens it gained) for every sequence that ran."""
+        """One engine step; returns (sequence, tokens it gained) for every sequence that ran. If the model
+        raises, the step's sequences are aborted with a StepError (finish_reason "error") and the engine goes on."""
         batch = self.scheduler.schedule()
         if batch is None:
             return []
-        sampled = self.model_runner.run(batch)
+        try:
+            sampled = self.model_runner.run(batch)
+        except Exception as e:  # noqa: BLE001 — contained: only this step's sequences fail
+            return self._fail(batch, e)
         self.num_tokens_computed["prefill" if batch.is_prefill else "decode"] += batch.total_tokens
-        return self.scheduler.postprocess(batch, sampled)
+        out = self.scheduler.postprocess(batch, sampled)
+        for seq, _ in out:
+            if seq.is_finished:
+                self.requests.pop(seq.request_id, None)
+        return out
+
+    def _fail(self, batch, cause: Exception) -> list[tuple[Sequence, list[int]]]:
+        self.model_runner.invalidate_resident()  # the device buffers may hold a half-run step
+        for seq in batch.seqs:
+            self.scheduler.abort(seq, reason="error")
+            err = StepError(f"request {seq.request_id}: the step failed: {type(cause).__name__}: {cause}")
+            err.__cause__ = cause
+            seq.error = err
+            self.requests.pop(seq.request_id, None)
+        return [(seq, []) for seq in batch.seqs]
 
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
-    def stream(self, prompts: Seq[list[int]], params: Union[SamplingParams, Seq[SamplingParams]]
-               ) -> Iterator[tuple[int, list[int], bool]]:
-        """Yields (prompt index, new tokens, finished) as steps complete."""
-        params_list = [params] * len(prompts) if isinstance(params, SamplingParams) else list(params)
-        if len(params_list) != len(prompts):
-            raise ValueError("one SamplingParams, or one per prompt")
-        index = {self.add_request(p, sp).seq_id: i for i, (p, sp) in enumerate(zip(prompts, params_list))}
-        while self.has_unfinished():
-            for seq, new in self.step():
-                if seq.seq_id in index and (new or seq.is_finished):
-                    yield index[seq.seq_id], new, seq.is_finished
+    # -- batch API ------------------------------------------------------------------------------------------
+    def _admit_batch(self, prompts, params) -> tuple[dict[int, Sequence], dict[int, Exception]]:
+        """Validate every request first, then queue the valid ones: a refused request never leaves a good one
+        queued behind it. A malformed batch as a whole (not a list of prompts, a params list of the wrong
+        length, one shared params that is invalid) raises before anything is queued."""
+        prompts = check_batch(prompts)
+        if isinstance(params, (list, tuple)):
+            if len(params) != len(prompts):
+                raise RequestValueError("params", f"{len(params)} given for {len(prompts)} prompts: one "
+                                                  "SamplingParams, or one per prompt")
+            params_list = list(params)
+        else:
+            params_list = [SamplingParams.coerce(params)] * len(prompts)
+        checked, errors = {}, {}
+        for i, (p, sp) in enumerate(zip(prompts, params_list)):
+            try:
+                checked[i] = self.validate(p, sp)
+            except RequestError as e:
+                errors[i] = e
+        return {i: self.add_request(p, sp) for i, (p, sp) in checked.items()}, errors
 
-    def generate(self, prompts: Seq[list[int]], params: Union[SamplingParams, Seq[SamplingParams]]
+    def stream(self, prompts: Seq[list[int]], params: Union[SamplingParams, dict, None, Seq[SamplingParams]] = None
+               ) -> Iterator[tuple[int, list[int], bool]]:
+        """Yields (prompt index, new tokens, finished) as steps complete. Invalid requests are refused up front
+        and the rest run; then RequestsFailed names every refused or failed one. Closing the iterator early
+        aborts this call's unfinished requests."""
+        seqs, errors = self._admit_batch(prompts, params)
+        live = {seq.seq_id: i for i, seq in seqs.items()}
+        try:
+            while live:
+                for seq, new in self.step():
+                    i = live.get(seq.seq_id)
+                    if i is None or not (new or seq.is_finished):
+                        continue
+                    if seq.is_finished:
+                        del live[seq.seq_id]
+                        if seq.error is not None:
+                            errors[i] = seq.error
+                    yield i, new, seq.is_finished
+        finally:
+            for i in live.values():
+                self.abort(seqs[i].request_id)
+        if errors:
+            raise RequestsFailed(dict(sorted(errors.items())))
+
+    def generate(self, prompts: Seq[list[int]], params: Union[SamplingParams, dict, None, Seq[SamplingParams]] = None
                  ) -> list[list[int]]:
-        """Completion token ids for each prompt (prompt tokens not included)."""
-        outs: list[list[int]] = [[] for _ in prompts]
-        for i, new, _ in self.stream(prompts, params):
-            outs[i].extend(new)
+        """Completion token ids for each prompt (prompt tokens not included). If some requests are invalid or
+        fail, every other one still completes, then RequestsFailed is raised: its ``errors`` maps prompt index to
+        error, its ``outputs`` holds the completions (None where there is an error)."""
+        outs: list[list[int]] = [[] for _ in check_batch(prompts)]
+        try:
+            for i, new, _ in self.stream(prompts, params):
+                outs[i].extend(new)
+        except RequestsFailed as e:
+            e.outputs = [None if i in e.errors else o for i, o in enumerate(outs)]
+            raise
         return outs
 
 
@@ -114,5 +203,5 @@ def run_online(engine: LLMEngine, prompts: list[list[int]], params: list[Samplin
              "token_ids": tokens[i]} for i in range(len(prompts))]
 
 
-__all__ = ["LLM", "LLMEngine", "SamplingParams", "CacheConfig", "SchedulerConfig", "EngineConfig", "ModelConfig",
+__all__ = ["LLM", "LLMEngine", "SamplingParams", "RequestError", "RequestsFailed", "StepError", "CacheConfig", "SchedulerConfig", "EngineConfig", "ModelConfig",
            "run_online"]

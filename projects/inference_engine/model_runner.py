@@ -107,9 +107,10 @@ class ModelRunner:
         torch.cuda.empty_cache()  # memory cached by earlier work in this process counts as free here
         elem = self.dtype.itemsize
         free, total = torch.cuda.mem_get_info(self.device)
-        # activations of the largest prefill step, and fp32 logits (+ sort buffers) of the largest decode batch
+        # activations of the largest prefill step, and fp32 logits (+ sort buffers, the seeded noise's int64
+        # hashes) of the largest decode batch
         act = sc.max_num_batched_tokens * (6 * mc.hidden_size + 4 * mc.intermediate_size) * elem
-        act += sc.max_num_seqs * mc.vocab_size * 4 * 6 + (512 << 20)
+        act += sc.max_num_seqs * mc.vocab_size * 4 * 8 + (512 << 20)
         budget = free - (1.0 - cache.gpu_memory_utilization) * total - act
         block_bytes = mc.kv_bytes_per_token(elem) * self.block_size
         num = int(budget // block_bytes)
@@ -127,6 +128,7 @@ class ModelRunner:
         self.temperatures = torch.zeros(B, dtype=torch.float32, device=dev)
         self.top_k = torch.full((B,), self.vocab_size, dtype=torch.int64, device=dev)
         self.top_p = torch.ones(B, dtype=torch.float32, device=dev)
+        self.seeds = torch.zeros(B, dtype=torch.int64, device=dev)
         self.step_tokens = torch.zeros(self.config.scheduler.num_decode_steps, B, dtype=torch.int64, device=dev)
 
     # -- decode ---------------------------------------------------------------------------------------------
@@ -144,7 +146,9 @@ class ModelRunner:
             meta = AttentionMetadata(False, bs, slot, bt, ctx)
             hidden = self.model(ids, pos, self.kv_caches, meta)
             logits = self.model.compute_logits(hidden, upcast=not greedy_only)
-        tokens = self.sampler(logits, self.temperatures[:b], self.top_k[:b], self.top_p[:b], greedy_only)
+        # the sampled token's position is pos + 1: the counter of the seeded noise
+        tokens = self.sampler(logits, self.temperatures[:b], self.top_k[:b], self.top_p[:b], greedy_only,
+                              self.seeds[:b], pos + 1)
         ids.copy_(tokens)  # the sampled token is the next step's input (and what run_decode reads back)
         pos.add_(1)
         ctx.add_(1)
@@ -201,15 +205,16 @@ class ModelRunner:
         self.input_ids[:b].copy_(torch.tensor([s.token_ids[-1] for s in seqs]), non_blocking=True)
         self.positions[:b].copy_(torch.tensor([len(s) - 1 for s in seqs]), non_blocking=True)
         self.context_lens[:b].copy_(torch.tensor([len(s) for s in seqs], dtype=torch.int32), non_blocking=True)
-        self._fill_sampling(seqs, self.temperatures, self.top_k, self.top_p)
+        self._fill_sampling(seqs, self.temperatures, self.top_k, self.top_p, self.seeds)
         if padded > b:
             self._reset_padding(b, padded)
 
-    def _fill_sampling(self, seqs, temperatures, top_k, top_p) -> None:
+    def _fill_sampling(self, seqs, temperatures, top_k, top_p, seeds) -> None:
         b = len(seqs)
         temperatures[:b].copy_(torch.tensor([s.params.temperature for s in seqs], dtype=torch.float32))
         top_k[:b].copy_(torch.tensor([s.params.top_k or self.vocab_size for s in seqs]))
         top_p[:b].copy_(torch.tensor([s.params.top_p for s in seqs], dtype=torch.float32))
+        seeds[:b].copy_(torch.tensor([s.sample_seed for s in seqs], dtype=torch.int64))
 
     @torch.inference_mode()
     def run_decode(self, seqs: list[Sequence], num_steps: int) -> list[list[int]]:
@@ -258,9 +263,11 @@ class ModelRunner:
         temps = torch.empty(n, dtype=torch.float32, device=dev)
         top_k = torch.empty(n, dtype=torch.int64, device=dev)
         top_p = torch.empty(n, dtype=torch.float32, device=dev)
-        self._fill_sampling(sampling_seqs, temps, top_k, top_p)
+        seeds = torch.empty(n, dtype=torch.int64, device=dev)
+        self._fill_sampling(sampling_seqs, temps, top_k, top_p, seeds)
         greedy_only = all(s.params.greedy for s in sampling_seqs)
-        tokens = self.sampler(logits, temps, top_k, top_p, greedy_only).tolist()
+        positions = torch.tensor([len(s) for s in sampling_seqs], device=dev)  # where the sampled token goes
+        tokens = self.sampler(logits, temps, top_k, top_p, greedy_only, seeds, positions).tolist()
         for i, t in zip(done, tokens):
             out[i] = [t]
         return out
@@ -347,6 +354,10 @@ class ModelRunner:
         with torch.cuda.graph(graph, pool=self.prefill_pool):
             logits = body()
         return graph, logits, (positions, meta)  # the graph reads their memory: they must outlive it
+
+    def invalidate_resident(self) -> None:
+        """Forget which decode inputs the device buffers hold (after a failed step: they may be half-advanced)."""
+        self._resident = None
 
     def run(self, batch: ScheduledBatch) -> list[list[int]]:
         if batch.is_prefill:

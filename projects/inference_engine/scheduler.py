@@ -19,6 +19,7 @@ from typing import Optional
 
 from .block_manager import BlockManager
 from .config import SchedulerConfig
+from .errors import RequestValueError
 from .sequence import Sequence, Status
 
 
@@ -46,10 +47,37 @@ class Scheduler:
         self.running: deque[Sequence] = deque()
         self.num_preemptions = 0
 
+    def check_lengths(self, num_prompt_tokens: int, max_tokens: int) -> None:
+        """Refuse a request that could never finish: no room under max_model_len, or more K/V than the whole
+        pool holds (it would wait for blocks forever)."""
+        if num_prompt_tokens >= self.max_model_len:
+            raise RequestValueError("prompt", f"{num_prompt_tokens} tokens leave no room for output under "
+                                              f"max_model_len={self.max_model_len}")
+        # K/V slots a lone run needs: the prompt, then one per generated token but the last
+        need = max(num_prompt_tokens, min(num_prompt_tokens + max_tokens, self.max_model_len) - 1)
+        bm = self.block_manager
+        if bm.blocks_for(need) > bm.num_blocks:
+            param = "prompt" if bm.blocks_for(num_prompt_tokens) > bm.num_blocks else "max_tokens"
+            raise RequestValueError(param, f"{num_prompt_tokens} prompt tokens + {max_tokens} to generate need "
+                                           f"{bm.blocks_for(need)} KV blocks; the pool holds {bm.num_blocks}")
+
     def add(self, seq: Sequence) -> None:
-        if len(seq) >= self.max_model_len:
-            raise ValueError(f"prompt of {len(seq)} tokens leaves no room under max_model_len={self.max_model_len}")
+        self.check_lengths(seq.num_prompt_tokens, seq.params.max_tokens)
         self.waiting.append(seq)
+
+    def abort(self, seq: Sequence, reason: str = "abort") -> None:
+        """Drop a waiting or running sequence, free its blocks, and finish it with ``reason``."""
+        if seq.is_finished:
+            return
+        queue = self.running if seq.status == Status.RUNNING else self.waiting
+        try:
+            queue.remove(seq)
+        except ValueError:
+            pass  # not queued yet (a step failed before the sequence was added)
+        if seq.block_table:
+            self.block_manager.free(seq)
+        seq.status = Status.FINISHED
+        seq.finish_reason = reason
 
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
@@ -151,4 +179,6 @@ class Scheduler:
         seq.token_ids.extend(new)
         if stop or n_len <= 1:
             seq.status = Status.FINISHED
+            seq.finish_reason = "stop" if self.eos_token_id is not None and new[-1] == self.eos_token_id \
+                and not seq.params.ignore_eos else "length"
         return new

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from typing import Optional
 
 from .sampling_params import SamplingParams
 
@@ -23,10 +24,15 @@ class Sequence:
     its K/V is written during that step.
     """
 
-    def __init__(self, token_ids: list[int], params: SamplingParams):
+    def __init__(self, token_ids: list[int], params: SamplingParams, request_id: Optional[str] = None,
+                 sample_seed: int = 0):
         if not token_ids:
             raise ValueError("a prompt needs at least one token")
         self.seq_id = next(_ids)
+        self.request_id = request_id if request_id is not None else f"seq-{self.seq_id}"
+        self.sample_seed = sample_seed  # the counter-based sampler's key (params.seed, or drawn by the engine)
+        self.finish_reason: Optional[str] = None  # "stop" (EOS), "length", "abort", "error"
+        self.error: Optional[Exception] = None  # set with finish_reason "error"
         self.token_ids = list(token_ids)
         self.num_prompt_tokens = len(token_ids)
         self.params = params

@@ -91,6 +91,20 @@ def test_cuda_graph_decode_equals_eager(gpu_checkpoint, n):
     assert graphs == eager
 
 
+def test_seeded_sampling_in_cuda_graphs_equals_eager_and_ignores_the_batch(gpu_checkpoint):
+    """The counter-based noise inside the sampled decode graph: a seeded request draws the same tokens with graphs
+    as without, alone as in a batch of seven."""
+    from gpufolio_projects.inference_engine.sampling_params import SamplingParams
+
+    path, _ = gpu_checkpoint
+    prompts = _prompts(7, 97, seed=2)
+    sps = [SamplingParams(temperature=1.0, top_p=0.9, max_tokens=24, ignore_eos=True, seed=100 + i)
+           for i in range(7)]
+    graphs = _tiny_engine(path, True).generate(prompts, sps)
+    assert graphs == _tiny_engine(path, False).generate(prompts, sps)
+    assert _tiny_engine(path, True).generate(prompts[3:4], sps[3:4])[0] == graphs[3]
+
+
 def test_gpu_engine_token_identical_to_hf_fp32(gpu_checkpoint):
     from gpufolio_projects.inference_engine.sampling_params import SamplingParams
 

@@ -63,3 +63,25 @@ def test_sampling_follows_the_distribution():
     out = _call(torch.log(probs)[None].repeat(4000, 1), [1.0] * 4000)
     freq = torch.bincount(out, minlength=3).float() / 4000
     assert torch.allclose(freq, probs, atol=0.04)
+
+
+def test_seeded_noise_is_a_pure_function_of_seed_position_and_token():
+    from gpufolio_projects.inference_engine.sampler import counter_exponential
+
+    seeds, pos = torch.tensor([7, 7, 8, 2**62 + 5]), torch.tensor([3, 4, 3, 3])
+    e = counter_exponential(seeds, pos, 50)
+    assert torch.equal(e[:2], counter_exponential(seeds[:2], pos[:2], 50))  # a row ignores its batch
+    assert torch.equal(e[2], counter_exponential(seeds[2:3], pos[2:3], 50)[0])
+    assert not torch.equal(e[0], e[1]) and not torch.equal(e[0], e[2]) and not torch.equal(e[2], e[3])
+    big = counter_exponential(torch.arange(2000), torch.zeros(2000, dtype=torch.int64), 64)
+    assert big.min() > 0 and abs(big.mean().item() - 1.0) < 0.01 and abs(big.var().item() - 1.0) < 0.03  # Exp(1)
+
+
+def test_seeded_sampling_follows_the_distribution():
+    probs = torch.tensor([0.6, 0.3, 0.1])
+    n = 4000
+    logits = torch.log(probs)[None].repeat(n, 1)
+    out = Sampler()(logits, torch.ones(n), torch.full((n,), 3), torch.ones(n), greedy_only=False,
+                    seeds=torch.arange(n), positions=torch.full((n,), 17))
+    freq = torch.bincount(out, minlength=3).float() / n
+    assert torch.allclose(freq, probs, atol=0.04)
