@@ -71,7 +71,7 @@ def _import_path(session: nox.Session) -> str:
 def tests(session: nox.Session) -> None:
     """The CPU suite: harness, render, and every project's CPU tests (Triton kernels under the interpreter)."""
     session.install(CPU_TORCH)
-    _install(session, "torch", "test", "site", "browser")
+    _install(session, "torch", "test", "site", "browser", "serve")
     session.env["TRITON_INTERPRET"] = "1"
     session.env.setdefault("OMP_NUM_THREADS", "2")
     args = session.posargs or ["-m", "not gpu"]
