@@ -230,7 +230,8 @@ def _rowwise_case(bench: str):
             tol[n_out + spec["primals"].index("w")] = _sum_tol(dtype, T)
         e = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         return Case(fn=fn, make_inputs=make_inputs, reference=reference, tolerance=tol,
-                    work=Work(bytes=_rowwise_bytes(bench, T, N, e, pas)), reference_name="fp32", timing=FAST_TIMING)
+                    work=Work(bytes=_rowwise_bytes(bench, T, N, e, pas)), reference_name="fp32", timing=FAST_TIMING,
+                    mutable_inputs=tuple(spec["primals"]) if keep_ref else ())
 
     return case
 
