@@ -11,7 +11,8 @@ Markers inside fenced code blocks or inline code are left alone (that is how a p
 
 Which run a marker reads:
 
-- ``run=`` on the marker, else the document's front matter ``runs:`` (a mapping project -> run id);
+- ``run=`` on the marker, else the document's front matter ``runs:`` (a mapping project -> run id, or a list
+  of run ids when the project's benches ran separately: the one that holds the marker's bench);
 - a dated document (front matter ``date:``, i.e. a worklog entry) stops there: its numbers are those of the
   runs it names, so a marker that would follow the newest run fails the build naming file and line;
 - otherwise (a project README) the marker follows the newest run, and every such marker of one section (the
@@ -95,15 +96,29 @@ def front_matter(text: str, file: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def front_runs(meta: dict, file: str) -> dict[str, str]:
-    """The front matter's ``runs:`` (project -> run id), checked for shape."""
+def front_runs(meta: dict, file: str) -> dict[str, list[str]]:
+    """The front matter's ``runs:`` (project -> run id, or a list of them), checked for shape."""
     runs = meta.get("runs") or {}
-    if not isinstance(runs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in runs.items()):
-        raise MarkerError(f"{file}:1: front matter runs: must map each project to one run id")
-    unknown = sorted(set(runs) - set(R.projects()))
+    out = {k: [v] if isinstance(v, str) else v for k, v in runs.items()} if isinstance(runs, dict) else None
+    if out is None or not all(isinstance(v, list) and v and all(isinstance(r, str) for r in v) for v in out.values()):
+        raise MarkerError(f"{file}:1: front matter runs: must map each project to a run id or a list of them")
+    unknown = sorted(set(out) - set(R.projects()))
     if unknown:
         raise MarkerError(f"{file}:1: front matter runs: unknown project {unknown[0]!r}")
-    return runs
+    return out
+
+
+def _front_pin(marker: Marker, named: list[str] | None, df: pd.DataFrame) -> str | None:
+    """The run of the front matter's list that holds the marker's bench (a single run is taken as it is)."""
+    if not named or len(named) == 1:
+        return named[0] if named else None
+    a = marker.args
+    have = set(df[(df.project == a["project"]) & (df.bench == a["bench"])].run_id)
+    hits = [r for r in named if r in have]
+    if len(hits) != 1:
+        raise marker.fail(f"{'none' if not hits else len(hits)} of the runs the front matter names for "
+                          f"{a['project']} ({', '.join(named)}) hold {a['bench']}: pin run= on the marker")
+    return hits[0]
 
 
 def parse_args(text: str, where: str) -> dict[str, str]:
@@ -181,7 +196,11 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
         except MarkerError as e:
             failed[id(marker)] = _fail(e, ctx)
             continue
-        marker.pin = marker.args.get("run") or runs.get(marker.args["project"])
+        try:
+            marker.pin = marker.args.get("run") or _front_pin(marker, runs.get(marker.args["project"]), ctx.df)
+        except MarkerError as e:
+            failed[id(marker)] = _fail(e, ctx)
+            continue
         if marker.pin is None and dated:
             failed[id(marker)] = _fail(marker.fail(
                 f"a dated entry's numbers never change: name the run (run=RUN_ID on the marker, or front matter "

@@ -171,3 +171,12 @@ def test_every_marker_of_a_section_reads_one_run(mixed_df):
     out = resolve(mixed_df, text)
     assert out.count("run-20261202t120000z-d5d5d5") == 2 and "a1a1a1" not in out
     assert "no cublas in this run" in out
+
+
+def test_front_matter_may_name_one_run_per_bench(df):
+    runs = "runs:\n  gemm_ladder: [20261130T080000Z-c3c3c3, 20261202T091500Z-b2b2b2, 20261201T101500Z-a1a1a1]\n"
+    bf16 = "<!-- result: project=gemm_ladder bench=bf16_gemm variant=07_vectorize metric=tflops M=8192 -->"
+    out = M.resolve_text(DATED.format(runs=runs, body=bf16), "x.md", ctx(df))
+    assert "run-20261201t101500z-a1a1a1" in out  # the only named run that holds bf16_gemm
+    with pytest.raises(M.MarkerError, match=r"x.md:9: 3 of the runs the front matter names .* hold sgemm"):
+        M.resolve_text(DATED.format(runs=runs, body=SGEMM.format(pin="")), "x.md", ctx(df))
