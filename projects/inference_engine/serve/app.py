@@ -155,7 +155,8 @@ def build_app(engine: LLMEngine, model_name: str, tokenizer: Optional[p.Tokenize
     @app.get("/v1/models")
     async def models():
         return {"object": "list", "data": [{"id": model_name, "object": "model", "created": int(time.time()),
-                                            "owned_by": "gpufolio", "max_model_len": engine.config.max_model_len}]}
+                                            "owned_by": "gpufolio", "max_model_len": engine.config.max_model_len,
+                                            "vocab_size": engine.config.model_config.vocab_size}]}
 
     @app.get("/health")
     async def health(request: Request):

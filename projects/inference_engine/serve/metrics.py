@@ -41,14 +41,20 @@ class ServerMetrics:
         self.e2e = Histogram("engine_e2e_request_latency_seconds", "Arrival to the last token",
                              buckets=_LATENCY_BUCKETS, registry=r)
         self._recent: collections.deque[tuple[float, int]] = collections.deque()  # (time, tokens) per step
+        self.tokens_per_s.set_function(self._tokens_per_s)  # computed at scrape time: an idle server reads 0
+
+    def _forget_old(self) -> None:
+        cutoff = time.monotonic() - WINDOW_S
+        while self._recent and self._recent[0][0] < cutoff:
+            self._recent.popleft()
+
+    def _tokens_per_s(self) -> float:
+        self._forget_old()
+        return sum(n for _, n in self._recent) / WINDOW_S
 
     def record_step(self, num_tokens: int, running: int, waiting: int, kv_usage: float) -> None:
-        now = time.monotonic()
-        self._recent.append((now, num_tokens))
-        while self._recent and self._recent[0][0] < now - WINDOW_S:
-            self._recent.popleft()
-        span = max(now - self._recent[0][0], 1e-3) if len(self._recent) > 1 else WINDOW_S
-        self.tokens_per_s.set(sum(n for _, n in self._recent) / span)
+        self._forget_old()
+        self._recent.append((time.monotonic(), num_tokens))
         self.generation_tokens.inc(num_tokens)
         self.running.set(running)
         self.waiting.set(waiting)

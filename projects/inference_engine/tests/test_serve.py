@@ -244,3 +244,27 @@ def test_100_concurrent_streams_complete_with_hf_tokens(server, reference):
     assert time.perf_counter() - t0 < 90
     assert outs == [reference(distinct[k])[:n] for k, n in zip(picks, lens)]
     assert _idle(server)
+
+
+def test_the_load_generator_sweeps_rates_against_the_server(server, tmp_path):
+    from gpufolio_projects.inference_engine.serve import loadgen
+
+    out = tmp_path / "sweep.jsonl"
+    rc = loadgen.main(["--url", server.url, "--rates", "20,80", "--requests", "12", "--max-duration", "30",
+                       "--input-len", "2:20", "--output-len", "1:6", "--json", str(out)])
+    assert rc == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["rate"] for r in rows] == [20.0, 80.0]
+    for r in rows:
+        assert r["sent"] == r["completed"] == 12 and r["rejected_429"] == 0
+        assert 0 < r["ttft_p50_ms"] <= r["ttft_p90_ms"] <= r["ttft_p99_ms"] and r["output_tok_per_s"] > 0
+        assert 0 <= r["goodput_req_per_s"] <= r["req_per_s"]
+    assert _idle(server)
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.1:8000", "http://example.com", "http://192.168.1.2"])
+def test_the_load_generator_refuses_anything_but_loopback(url, capsys):
+    from gpufolio_projects.inference_engine.serve import loadgen
+
+    assert loadgen.main(["--url", url]) == 2
+    assert "only targets loopback" in capsys.readouterr().err
