@@ -36,7 +36,9 @@ def _install(session: nox.Session, *extras: str) -> None:
 
 
 def _offline() -> list[str]:
-    return ["--no-index", "--find-links", str(WHEELS)] if any(WHEELS.glob("*.whl")) else []
+    """pip options for a box whose only packages are the carried wheels. No build isolation: setuptools comes from
+    those wheels (on PYTHONPATH, README), where an isolated build would need every build dependency as a wheel."""
+    return ["--no-index", "--find-links", str(WHEELS), "--no-build-isolation"] if any(WHEELS.glob("*.whl")) else []
 
 
 def _has(session: nox.Session, module: str) -> bool:
@@ -117,8 +119,8 @@ def deploy(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def worklog(session: nox.Session) -> None:
-    """Draft a worklog entry: ``nox -s worklog -- new "title" --project gemm_ladder``."""
-    _install(session, "site")
+    """Draft a worklog entry: ``nox -s worklog -- new "title" --project gemm_ladder [--before RUN --after RUN]``."""
+    _install(session)  # the store and compare are enough: no MkDocs
     session.run("python", "-m", "gpufolio", "worklog", *session.posargs)
 
 
