@@ -12,86 +12,49 @@ import json
 import os
 import re
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from . import PROJECTS
+from . import PROJECTS, sources
 from .store import repo_root, write_atomic
 
 PROVENANCE_FILE = Path(".gpufolio") / "provenance.json"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
-# Files a project's results depend on: its own sources, not its results, tests or prose.
-SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".h", ".hpp", ".cpp", ".c", ".sh"}
-SKIP_DIRS = {"results", "tests", "evidence", "__pycache__", ".build", "notes"}
-# A project whose benchmark imports another project's code depends on that code: the paths it imports (a file,
-# or a folder of them), not the other project's own bench script, tunes or plots, so that editing those does
-# not mark this project's runs stale.
-DEPENDS_ON = {"oss_pr_notes": {"fused_kernels": ("__init__.py", "ops")},
-              "inference_engine": {"flash_attention": ("__init__.py", "attention.py", "kernels")}}
 
-
-def _walk(path: Path) -> list[Path]:
-    """Source files under ``path`` (a folder, or one file), in a stable order."""
-    if path.is_file():
-        return [path] if path.suffix in SOURCE_SUFFIXES else []
-    files = []
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        files += [Path(dirpath) / f for f in sorted(filenames) if Path(f).suffix in SOURCE_SUFFIXES]
-    return files
+def _check_project(project: str) -> None:
+    if project not in PROJECTS:
+        raise KeyError(f"unknown project {project!r}")
 
 
 def source_files(project: str, root: Path | None = None) -> list[Path]:
-    if project not in PROJECTS:
-        raise KeyError(f"unknown project {project!r}")
-    base = (root or repo_root()) / "projects"
-    files = _walk(base / project)
-    for dep, paths in DEPENDS_ON.get(project, {}).items():
-        for rel in paths:
-            files += _walk(base / dep / rel)
-    return files
-
-
-def is_source_path(project: str, path: str) -> bool:
-    """Whether a repository-relative path (posix) is one of ``project``'s source files by the rule
-    ``source_files`` walks; true also for a file deleted since, which the walk can no longer see."""
-    parts = PurePosixPath(path).parts
-    if len(parts) < 3 or parts[0] != "projects" or PurePosixPath(path).suffix not in SOURCE_SUFFIXES:
-        return False
-    owner, rest = parts[1], parts[2:]
-    if any(d in SKIP_DIRS or d.startswith(".") for d in rest[:-1]):
-        return False
-    if owner == project:
-        return True
-    return any(rest[:len(PurePosixPath(rel).parts)] == PurePosixPath(rel).parts
-               for rel in DEPENDS_ON.get(project, {}).get(owner, ()))
+    """The files whose content changes ``project``'s numbers (``sources``' rule), in the working tree."""
+    _check_project(project)
+    root = root or repo_root()
+    return [root / p for p in sources.product_paths(project, sources.working_tree(root, _open_repo(root)), root)]
 
 
 def source_digest(project: str, root: Path | None = None) -> str:
-    """sha256 over (relative path, content) of the project's source files; stable across machines."""
+    """What each record stamps: the digest of ``source_files``' contents."""
+    _check_project(project)
     root = root or repo_root()
-    h = hashlib.sha256()
-    for path in source_files(project, root):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return sources.digest(project, sources.working_tree(root, _open_repo(root)), root)
 
 
 class StaleCheck:
     """``check(project, git)`` -> whether a record (its ``git`` block) was measured on sources that have changed.
 
-    Fresh when the record's source digest equals the tree's. When they differ and git knows the record's
-    commit, stale only if one of the project's source files (by today's rule) changed between that commit and
-    the working tree: a digest can also differ because the rule itself was narrowed, and then nothing the
-    numbers depend on has moved. No git, an unknown commit, or a record from a dirty tree: the digest decides."""
+    Fresh when the record's source digest equals the tree's. When they differ and git knows the record's clean
+    commit, today's rule is applied to that commit and its digest compared: a digest also differs when the rule
+    itself changed (files now counted or no longer counted), and then only a change in what today's rule counts
+    makes the record stale. No git, an unknown commit, or a record from a dirty tree: the digest decides."""
 
     def __init__(self, root: Path | None = None):
         self.root = root or repo_root()
-        self._digests: dict[str, str] = {}
-        self._changed: dict[str, set[str] | None] = {}
-        self._verdicts: dict[tuple, bool] = {}  # the site asks once per metric row: many rows share a run
         self._repo = _open_repo(self.root)
+        self._tree = sources.working_tree(self.root, self._repo)
+        self._digests: dict[tuple[str, str | None], str | None] = {}
+        self._verdicts: dict[tuple, bool] = {}  # the site asks once per metric row: many rows share a run
 
     def __call__(self, project: str, git: dict[str, Any]) -> bool:
         recorded = git.get("source_digest")
@@ -104,25 +67,28 @@ class StaleCheck:
         return self._verdicts[key]
 
     def _judge(self, project: str, recorded: str, sha: Any, clean: bool) -> bool:
-        if project not in self._digests:
-            self._digests[project] = source_digest(project, self.root)
-        if recorded == self._digests[project]:
+        today = self._digest_at(project, None)
+        if recorded == today:
             return False
-        changed = self._changed_since(sha) if clean else None
-        return True if changed is None else any(is_source_path(project, p) for p in changed)
+        then = self._digest_at(project, sha) if clean else None
+        return then is None or then != today
 
-    def _changed_since(self, sha: Any) -> set[str] | None:
-        if self._repo is None or not (isinstance(sha, str) and SHA_RE.match(sha)):
-            return None
-        if sha not in self._changed:
-            import git  # importable: _open_repo found a repository with it
+    def _digest_at(self, project: str, sha: Any) -> str | None:
+        """Today's rule over the working tree (sha None) or over a commit; None for a commit git cannot show."""
+        key = (project, sha)
+        if key not in self._digests:
+            if sha is None:
+                self._digests[key] = sources.digest(project, self._tree, self.root)
+            elif self._repo is None or not (isinstance(sha, str) and SHA_RE.match(sha)):
+                self._digests[key] = None
+            else:
+                import git  # importable: _open_repo found a repository with it
 
-            try:
-                names = self._repo.git.diff("--name-only", sha).splitlines() + list(self._repo.untracked_files)
-                self._changed[sha] = set(names)
-            except git.GitCommandError:  # an unknown commit (a shallow clone, another repository)
-                self._changed[sha] = None
-        return self._changed[sha]
+                try:
+                    self._digests[key] = sources.digest(project, sources.commit_tree(self._repo, sha), self.root)
+                except (ValueError, git.BadName, git.BadObject):  # a commit this repository lacks (shallow clone)
+                    self._digests[key] = None
+        return self._digests[key]
 
 
 def _open_repo(root: Path):

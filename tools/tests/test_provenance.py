@@ -98,15 +98,74 @@ def test_source_digest_follows_sources_not_results(repo):
         provenance.source_files("nope", root)
 
 
-def test_a_dependency_counts_only_the_paths_imported_from_it():
-    dep = "projects/flash_attention/"
-    assert provenance.is_source_path("inference_engine", "projects/inference_engine/engine.py")
-    assert provenance.is_source_path("inference_engine", dep + "attention.py")
-    assert provenance.is_source_path("inference_engine", dep + "kernels/fwd.py")
-    assert not provenance.is_source_path("inference_engine", dep + "bench.py")  # its own bench, not imported
-    assert not provenance.is_source_path("inference_engine", "projects/inference_engine/tests/test_x.py")
-    assert not provenance.is_source_path("inference_engine", "projects/inference_engine/README.md")
-    assert not provenance.is_source_path("gemm_ladder", dep + "attention.py")
+def _write(root, files: dict[str, str]):
+    for rel, text in files.items():
+        path = root / "projects" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _commit(r, message="next"):
+    r.git.add("-A")
+    r.index.commit(message)
+
+
+# A project whose bench reaches its product the ways real benches do: an import inside a function, a relative
+# import, a module named as a string for importlib, a launch-config file beside the kernels; beside them a lab
+# script, a tuning script the bench never imports, a dead module and a shell runner.
+PRODUCT = {
+    "gemm_ladder/__init__.py": "",
+    "gemm_ladder/bench.py": "def case():\n    from .ops import gemm\n    return gemm\n",
+    "gemm_ladder/ops.py": "import importlib\nfrom gpufolio_projects.gemm_ladder import kernels\n"
+                          "OTHER = importlib.import_module('gpufolio_projects.flash_attention.attention')\n",
+    "gemm_ladder/kernels.py": "CONFIGS = 'configs.json'\n",
+    "gemm_ladder/configs.json": '{"block": 128}\n',
+    "gemm_ladder/tune.py": "from .ops import gemm  # a tuning script: nothing the bench imports reaches it\n",
+    "gemm_ladder/dead.py": "X = 1\n",
+    "gemm_ladder/gpu.sh": "python -m gpufolio bench\n",
+    "gemm_ladder/lab/sweep.py": "from ..ops import gemm\n",
+    "gemm_ladder/lab/sweep.cu": "__global__ void sweep() {}\n",
+    "gemm_ladder/tests/test_ops.py": "def test(): pass\n",
+    "flash_attention/__init__.py": "",
+    "flash_attention/attention.py": "from .kernels import fwd\n",
+    "flash_attention/kernels/__init__.py": "",
+    "flash_attention/kernels/fwd.py": "# the forward kernel\n",
+    "flash_attention/bench.py": "from .attention import fwd\n",
+    "flash_attention/tune.py": "# its own tuning\n",
+}
+
+
+@pytest.fixture
+def product(repo):
+    root, r = repo
+    _write(root, PRODUCT)
+    _commit(r, "product")
+    return root, r
+
+
+def _files(project, root):
+    return {p.relative_to(root / "projects").as_posix() for p in provenance.source_files(project, root)}
+
+
+def test_the_digest_counts_what_the_bench_reaches(product):
+    """Product code the bench imports (and its packages), native sources and configs; no lab, tests, runners,
+    tuning scripts or dead modules; a dependency only for the modules imported from it."""
+    root, _ = product
+    assert _files("gemm_ladder", root) == {
+        "gemm_ladder/__init__.py", "gemm_ladder/bench.py", "gemm_ladder/ops.py", "gemm_ladder/kernels.py",
+        "gemm_ladder/configs.json", "gemm_ladder/kernel.cu",
+        "flash_attention/__init__.py", "flash_attention/attention.py", "flash_attention/kernels/__init__.py",
+        "flash_attention/kernels/fwd.py"}
+    assert "flash_attention/tune.py" not in _files("flash_attention", root)
+
+
+def test_a_project_py_names_more_entry_points(product):
+    root, r = product
+    _write(root, {"gemm_ladder/notes/a/repro/bench.py": "from . import port\n",
+                  "gemm_ladder/notes/a/repro/port.py": "", "gemm_ladder/notes/a/repro/__init__.py": "",
+                  "gemm_ladder/project.py": 'ENTRY_POINTS = ("bench.py", "notes/*/repro/bench.py")\n'})
+    assert {"gemm_ladder/notes/a/repro/port.py", "gemm_ladder/notes/a/repro/bench.py"} <= _files("gemm_ladder", root)
+    assert "gemm_ladder/project.py" not in _files("gemm_ladder", root)
 
 
 def _record_git(root, r, digest=None):
@@ -114,19 +173,54 @@ def _record_git(root, r, digest=None):
             "source_digest": digest or source_digest("gemm_ladder", root)}
 
 
-def test_stale_when_a_source_changed_since_the_run(repo):
-    root, r = repo
+@pytest.mark.parametrize("commit", [False, True], ids=["working_tree", "committed"])
+@pytest.mark.parametrize("change, stale", [
+    ({"gemm_ladder/configs.json": '{"block": 256}\n'}, True),  # a launch config changes the speed
+    ({"gemm_ladder/kernel.cu": "__global__ void faster() {}\n"}, True),
+    ({"flash_attention/kernels/fwd.py": "# a faster forward\n"}, True),  # a module imported from another project
+    ({"gemm_ladder/lab/sweep.py": "from ..ops import gemm  # another sweep\n"}, False),
+    ({"gemm_ladder/lab/probe.cu": "__global__ void probe() {}\n"}, False),
+    ({"gemm_ladder/tune.py": "# retuned\n", "gemm_ladder/gpu.sh": "exit 0\n"}, False),
+    ({"gemm_ladder/tests/test_ops.py": "def test_more(): pass\n"}, False),
+    ({"gemm_ladder/README.md": "prose\n"}, False),
+    ({"flash_attention/tune.py": "# retuned\n"}, False),  # not imported by gemm_ladder
+], ids=["config", "kernel", "dependency", "lab_script", "lab_kernel", "tune_and_runner", "test", "prose",
+        "dependency_tune"])
+def test_stale_only_when_what_counts_changed(product, change, stale, commit):
+    root, r = product
     rec = _record_git(root, r)
-    check = provenance.StaleCheck(root)
-    assert not check("gemm_ladder", rec)
-    (root / "projects" / "gemm_ladder" / "kernel.cu").write_text("__global__ void faster() {}\n")
-    assert provenance.StaleCheck(root)("gemm_ladder", rec)
+    _write(root, change)
+    if commit:
+        _commit(r)
+    assert (source_digest("gemm_ladder", root) != rec["source_digest"]) is stale
+    assert provenance.StaleCheck(root)("gemm_ladder", rec) is stale
 
 
-def test_a_changed_digest_rule_alone_does_not_make_a_run_stale(repo):
-    """A record whose digest was computed by an older (wider) rule: git shows none of today's source files
-    changed since its commit, so it stays fresh; with an unknown commit or a dirty tree the digest decides."""
-    root, r = repo
+def test_a_pure_move_or_rename_keeps_records_fresh(product):
+    root, r = product
+    rec = _record_git(root, r)
+    base = root / "projects" / "gemm_ladder"
+    (base / "kernels").mkdir()
+    r.git.mv("projects/gemm_ladder/kernel.cu", "projects/gemm_ladder/kernels/01_kernel.cu")
+    assert source_digest("gemm_ladder", root) == rec["source_digest"]
+    _commit(r)
+    assert not provenance.StaleCheck(root)("gemm_ladder", rec)
+
+
+def test_deleting_a_dead_module_or_moving_a_script_into_lab_keeps_records_fresh(product):
+    root, r = product
+    rec = _record_git(root, r)
+    r.git.rm("projects/gemm_ladder/dead.py")
+    r.git.mv("projects/gemm_ladder/tune.py", "projects/gemm_ladder/lab/tune.py")
+    _commit(r)
+    assert source_digest("gemm_ladder", root) == rec["source_digest"]
+    assert not provenance.StaleCheck(root)("gemm_ladder", rec)
+
+
+def test_a_changed_digest_rule_alone_does_not_make_a_run_stale(product):
+    """A record whose digest was computed by another rule: today's rule applied to its commit gives today's
+    digest, so it stays fresh; with an unknown commit or a dirty tree the digest decides."""
+    root, r = product
     rec = _record_git(root, r, digest="0123456789abcdef")
     (root / "projects" / "gemm_ladder" / "README.md").write_text("prose\n")  # not a source
     check = provenance.StaleCheck(root)
@@ -134,10 +228,15 @@ def test_a_changed_digest_rule_alone_does_not_make_a_run_stale(repo):
     assert check("gemm_ladder", dict(rec, sha="f" * 40))  # a commit this repository does not have
     assert check("gemm_ladder", dict(rec, dirty=True))
     assert not check("gemm_ladder", dict(rec, source_digest=None))  # nothing recorded: unknown, not stale
+    (root / "projects" / "gemm_ladder" / "configs.json").write_text("{}\n")
+    assert provenance.StaleCheck(root)("gemm_ladder", rec)
 
 
-def test_without_git_the_digest_decides(repo):
-    root, r = repo
+def test_without_git_the_digest_decides(product):
+    root, r = product
+    digest = source_digest("gemm_ladder", root)
     rec = _record_git(root, r, digest="0123456789abcdef")
     shutil.rmtree(root / ".git")
+    assert source_digest("gemm_ladder", root) == digest  # the walk finds what git listed
     assert provenance.StaleCheck(root)("gemm_ladder", rec)
+    assert not provenance.StaleCheck(root)("gemm_ladder", dict(rec, source_digest=digest))
