@@ -6,6 +6,7 @@ never lingers). Tests render into a temporary copy of ``site_src/`` instead.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -16,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import provenance, store
-from . import pages, project
+from . import about, pages, project
+from . import config as C
 from . import records as R
 from . import history  # the history and regressions pages (they add themselves to the nav)
 from .context import RenderCtx
@@ -24,8 +26,8 @@ from .markers import MarkerError
 
 # What render() writes under the docs dir (mirrored in site_src/.gitignore).
 GENERATED = ("index.md", "projects", "runs.md", "not-counted.md", "generated", "worklog/posts", ".nav.yml",
+             ".site.yml", "about.md", "worklog/.authors.yml",
              "contributions")  # the last one: gpufolio.prnotes.site.write_pages
-DEFAULT_REPO_URL = "https://github.com/gpufolio/gpufolio"
 log = logging.getLogger("gpufolio.site")
 GENERATED += ("history", "regressions.md")  # gpufolio.site.history
 
@@ -34,17 +36,8 @@ GENERATED += ("history", "regressions.md")  # gpufolio.site.history
 class Rendered:
     df: pd.DataFrame
     docs_dir: Path
-    site: R.Site
+    site: C.Site
     pages: list[str]
-
-
-def repo_url(config_file: Path) -> str:
-    """``repo_url`` from mkdocs.yml (read as text: the file holds !!python tags that safe YAML refuses)."""
-    if config_file.is_file():
-        m = re.search(r"^repo_url:\s*['\"]?([^'\"\s]+)", config_file.read_text(encoding="utf-8"), re.M)
-        if m:
-            return m.group(1)
-    return DEFAULT_REPO_URL
 
 
 def prepare_docs_dir(repo_root: Path, docs_dir: Path) -> None:
@@ -88,21 +81,23 @@ def prepared_frame(repo_root: Path, results_root: Path | None = None) -> pd.Data
 
 
 def render(repo_root: Path | None = None, results_root: Path | None = None, docs_dir: Path | None = None,
-           config_file: Path | None = None, cache_dir: Path | None = None, draw: bool = True,
+           site: C.Site | None = None, cache_dir: Path | None = None, draw: bool = True,
            all_errors: bool = False, df: pd.DataFrame | None = None) -> Rendered:
-    """Write every generated page and chart. ``cache_dir``: reuse charts whose data did not change
-    (``.build/site-cache`` for the CLI; None in tests, which want every chart drawn). ``draw=False`` writes
-    the Markdown only (tests of the pages' text)."""
+    """Write every generated page and chart. ``site``: the site configuration (default: ``repo_root``'s
+    gpufolio.yml). ``cache_dir``: reuse charts whose data did not change (``.build/site-cache`` for the CLI;
+    None in tests, which want every chart drawn). ``draw=False`` writes the Markdown only (tests of the
+    pages' text)."""
     repo_root = (repo_root or store.repo_root()).resolve()
     docs_dir = docs_dir or repo_root / "site_src"
-    config_file = config_file or repo_root / "mkdocs.yml"
     prepare_docs_dir(store.repo_root(), docs_dir)
     df = prepared_frame(repo_root, results_root) if df is None else df
     frame = df[[c for c in store.FRAME_COLUMNS]]
-    site = R.Site(repo_url(config_file))
+    site = site or C.load(repo_root)
     ctx = RenderCtx(df, site, docs_dir, repo_root, cache_dir, marker_errors=[] if all_errors else None)
-    extra = {"oss_pr_notes": _prnote_pages(repo_root, docs_dir, frame)}
+    extra = {p: project.render_writeups(ctx, p) for p in R.projects()}
+    extra["oss_pr_notes"] += _prnote_pages(repo_root, docs_dir, frame)
     written = [project.render_project(ctx, p, extra.get(p) or []) for p in R.projects()]
+    about.render(ctx)
     pages.render_home(ctx)
     pages.render_runs(ctx)
     pages.render_not_counted(ctx)
@@ -135,7 +130,12 @@ def mkdocs_build(config_file: Path, docs_dir: Path | None = None, site_dir: Path
         os.environ["GPUFOLIO_RESULTS_ROOT"] = str(Path(results_root).resolve())
     try:
         cfg = load_config(str(config_file), **overrides)
-        build(cfg)
+        cfg.plugins.on_startup(command="build", dirty=False)  # as `mkdocs build` does (the feed plugin needs it)
+        try:
+            build(cfg)
+        finally:
+            with contextlib.suppress(FileNotFoundError):  # the blog plugin removes a temp dir that may be gone
+                cfg.plugins.on_shutdown()
     finally:
         if results_root is not None:
             if old is None:

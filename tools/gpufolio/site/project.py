@@ -7,7 +7,7 @@ import textwrap
 
 import pandas as pd
 
-from . import charts, writeup
+from . import charts, pages, writeup
 from . import records as R
 from . import select as S
 from . import tables as T
@@ -35,9 +35,9 @@ def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, st
         parts += ["## Headline results", "", T.headline_table(df, project, ctx.site, page), ""]
         parts += [_headline_chart(ctx, h, page) for h in heads]
     if extra_pages:
-        parts += ["## Notes", ""] + [f"- [{t}]({R.rel_link(page, p)})" for t, p in extra_pages] + [""]
+        parts += ["## More on this project", ""] + [f"- [{t}]({R.rel_link(page, p)})" for t, p in extra_pages] + [""]
     if body.strip():
-        parts += ['<div class="gf-writeup" markdown>', "", body.strip(), "", "</div>", ""]
+        parts += ['<div class="gf-writeup" markdown>', "", writeup.collapse_details(body.strip()), "", "</div>", ""]
     if not rows.empty:
         parts += _by_size(ctx, project, page)
         parts += _roofline(ctx, project, heads, page)
@@ -46,6 +46,19 @@ def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, st
         parts += ["## Not counted", "", T.not_counted_table(nc, page, with_project=False), ""]
         parts += _environment(rows, heads, ctx.site)
     return ctx.write(page, "\n".join(parts)).as_posix()
+
+
+def render_writeups(ctx: RenderCtx, project: str) -> list[tuple[str, str]]:
+    """A page for each of the project's other writeups (``bf16/README.md``, ``evidence/*.md``): markers resolved,
+    detail folded as on the project page. Returns (title, page) for the nav, the ladder before the evidence."""
+    out = []
+    for rel in writeup.project_writeups(ctx.repo_root, project):
+        page = writeup.page_of(rel)
+        title, body = writeup.render(ctx.repo_root / rel, page, ctx)
+        title = title or rel.rsplit("/", 1)[-1].removesuffix(".md").replace("_", " ")
+        ctx.write(page, f"# {title}\n\n{writeup.collapse_details(body.strip())}\n")
+        out.append((title, page))
+    return sorted(out, key=lambda tp: ("/evidence/" in tp[1], tp[1]))
 
 
 def _headline_chart(ctx: RenderCtx, h: S.Headline, page: str) -> str:
@@ -159,12 +172,12 @@ def _environment(rows: pd.DataFrame, heads: list[S.Headline], site: R.Site) -> l
         items = [("GPU", R.gpu_text(gpu)),
                  ("CUDA / torch / triton", f"{envd.get('cuda')} / {envd.get('torch')} / {envd.get('triton')}"),
                  ("Python, CPU", f"{envd.get('python')}, {envd.get('cpu')}"),
-                 ("Measured ceilings", R.md_escape(R.params_text(envd.get("ceilings") or {}))),
+                 ("Measured ceilings", R.md_escape(pages.ceilings_text(envd.get("ceilings") or {}))),
                  ("Commit", f"{site.commit_link(git.get('sha'))} ({git.get('branch')}, dirty={git.get('dirty')}, "
                             f"from {git.get('source')})"),
                  ("Source digest", f"`{git.get('source_digest')}`")]
         table = T.table(["", ""], [[k, v] for k, v in items])
         out += [f'??? info "Environment of run {run_id}"', "", textwrap.indent(table, "    "), ""]
-    cmds = list(dict.fromkeys(rows[rows.run_id.isin(runs)].record.map(lambda r: r.get("command"))))
+    cmds = list(dict.fromkeys(rows[rows.run_id.isin(runs)].record.map(lambda r: pages.display_command(r.get("command")))))
     out += ["## Reproduce", "", "```bash", *cmds, "```", ""]
     return ["## Environment", "", *out]

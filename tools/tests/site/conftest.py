@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from gpufolio import PROJECTS, provenance, store
 from gpufolio.site import build, records
+from gpufolio.site import config as site_config
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE_ROOT = REPO / "tools" / "tests" / "fixtures" / "site_repo"
 GOLDEN = REPO / "tools" / "tests" / "fixtures" / "site_golden"
-SITE = records.Site("https://github.com/gpufolio/gpufolio")
+SITE = site_config.load(FIXTURE_ROOT)  # the fixture's gpufolio.yml: a test author and repository
 
 
 def prepared_frame(root: Path = FIXTURE_ROOT):
@@ -74,7 +75,7 @@ def built_site(tmp_path_factory):
     """(docs dir, site dir) of the whole site rendered and built (strict) from the fixture store."""
     base = tmp_path_factory.mktemp("fixture-site")
     docs, site = base / "docs", base / "site"
-    build.render(FIXTURE_ROOT, docs_dir=docs, config_file=REPO / "mkdocs.yml")
+    build.render(FIXTURE_ROOT, docs_dir=docs)
     build.mkdocs_build(REPO / "mkdocs.yml", docs_dir=docs, site_dir=site, results_root=FIXTURE_ROOT)
     return docs, site
 
@@ -83,4 +84,4 @@ def built_site(tmp_path_factory):
 def rendered(tmp_path_factory):
     """The fixture store rendered to Markdown (charts queued, not drawn): for tests of the pages' text."""
     docs = tmp_path_factory.mktemp("fixture-render") / "docs"
-    return build.render(FIXTURE_ROOT, docs_dir=docs, config_file=REPO / "mkdocs.yml", draw=False)
+    return build.render(FIXTURE_ROOT, docs_dir=docs, draw=False)

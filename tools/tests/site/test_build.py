@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from gpufolio import PROJECTS, provenance, store
 from gpufolio.site import build, readme, records
+from gpufolio.site import config as site_config
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -45,7 +46,7 @@ def test_empty_store_builds_and_says_not_yet_measured(tmp_path):
     empty = tmp_path / "empty_repo"
     (empty / "projects").mkdir(parents=True)
     docs, site = tmp_path / "docs", tmp_path / "site"
-    out = build.render(empty, docs_dir=docs, config_file=REPO / "mkdocs.yml")
+    out = build.render(empty, docs_dir=docs)
     assert out.df.empty
     build.mkdocs_build(REPO / "mkdocs.yml", docs_dir=docs, site_dir=site, results_root=empty)
     home = (docs / "index.md").read_text(encoding="utf-8")
@@ -63,7 +64,7 @@ def test_committed_readme_table_matches_the_committed_results():
     assert readme.START in text and readme.END in text, f"README.md needs {readme.START} ... {readme.END}"
     frame = store.load_frame(REPO)
     df = records.prepare(frame, provenance.StaleCheck(REPO))
-    site = records.Site(build.repo_url(REPO / "mkdocs.yml"))
+    site = site_config.load(REPO)
     fresh = readme.splice(text, readme.headline_table(df, site))
     assert fresh == text, "README.md headline table is out of date: run `nox -s site` and commit README.md"
 
@@ -111,7 +112,7 @@ def test_render_and_build_of_1000_records_within_60_s(tmp_path):
     assert synthetic_store(root) >= 1000
     docs, site = tmp_path / "docs", tmp_path / "site"
     t0 = time.perf_counter()
-    build.render(root, docs_dir=docs, config_file=REPO / "mkdocs.yml")
+    build.render(root, docs_dir=docs)
     t_render = time.perf_counter() - t0
     build.mkdocs_build(REPO / "mkdocs.yml", docs_dir=docs, site_dir=site, results_root=root)
     total = time.perf_counter() - t0

@@ -40,7 +40,7 @@ def test_project_page_puts_results_before_the_writeup(rendered):
                                       "## Not counted", "## Environment", "## Reproduce")]
     assert order == sorted(order)
     assert text.startswith("# GEMM ladder (fixture)\n")
-    assert "[notes.txt](https://github.com/gpufolio/gpufolio/blob/main/projects/gemm_ladder/notes.txt)" in text
+    assert "[notes.txt](https://github.com/example-owner/example-repo/blob/main/projects/gemm_ladder/notes.txt)" in text
     assert "[its own page](flash_attention.md)" in text
     assert (rendered.docs_dir / "generated/files/projects/gemm_ladder/ladder.png").is_file()
 
