@@ -303,11 +303,21 @@ def render(cmp: Comparison) -> str:
     for what, items in (("only in A", cmp.only_in_a), ("only in B", cmp.only_in_b)):
         if items:
             parts.append(f"{len(items)} {what}: " + "; ".join(
-                f"{i['project']}/{i['bench']} {i['variant']} {i['params']} ({i['status']})" for i in items))
-    for i in cmp.not_measured:
+                f"{i['project']}/{i['bench']} {i['variant']} {i['params']} ({i['status']})" for i in items[:LISTED])
+                + _more(items))
+    for i in cmp.not_measured[:LISTED]:
         parts.append(f"no number in both: {i['project']}/{i['bench']} {i['variant']} {i['params']} "
                      f"(A {i['a_status']}, B {i['b_status']}{': ' + i['why'][:80] if i['why'] else ''})")
+    if len(cmp.not_measured) > LISTED:
+        parts.append(f"no number in both: {len(cmp.not_measured)} cases in all" + _more(cmp.not_measured))
     return "\n".join(parts)
+
+
+LISTED = 8  # cases listed by name in each of the table's footnotes; --json has them all
+
+
+def _more(items: list) -> str:
+    return f"; ... and {len(items) - LISTED} more (--json lists them all)" if len(items) > LISTED else ""
 
 
 # ---- entry points -----------------------------------------------------------------------------------------------

@@ -147,3 +147,9 @@ def test_after_bench_compares_with_the_newest_earlier_run_on_the_same_gpu(tmp_pa
     assert results
     assert C.after_bench("latest~1", new, tmp_path / "out") == 2
     assert "only 1 run" in capsys.readouterr().err
+
+
+def test_long_lists_of_one_run_cases_are_cut_short():
+    cmp = C.compare([rec(RA)], [rec(RB), *(rec(RB, T=t) for t in range(1, 11))])
+    line = next(x for x in C.render(cmp).splitlines() if x.startswith("10 only in B"))
+    assert line.endswith("... and 2 more (--json lists them all)") and len(cmp.as_json()["only_in_b"]) == 10
