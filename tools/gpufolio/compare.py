@@ -343,7 +343,12 @@ def after_bench(spec: str, records: list[dict], out_dir: Path | None = None) -> 
         projects = {r["project"] for r in records}
         runs = {rid: [r for r in recs if r["project"] in projects] for rid, recs in runs.items()}
         runs = {rid: recs for rid, recs in runs.items() if recs}
-        a_id = resolve(spec, runs, gpu=run_gpu(records), exclude={records[0]["run_id"]})
+        gpu, new_id = run_gpu(records), records[0]["run_id"]
+        if LATEST_RE.match(spec) and not any(rid != new_id and run_gpu(recs) == gpu for rid, recs in runs.items()):
+            print(f"\nnothing to compare with: no earlier run of {', '.join(sorted(projects))} on "
+                  f"{gpu or 'a machine without GPU'}")
+            return 0
+        a_id = resolve(spec, runs, gpu=gpu, exclude={new_id})
         print("\n" + render(compare(runs[a_id], records)))
     except CompareError as e:
         print(f"gpufolio bench --compare-to: {e}", file=sys.stderr)

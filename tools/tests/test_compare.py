@@ -147,6 +147,9 @@ def test_after_bench_compares_with_the_newest_earlier_run_on_the_same_gpu(tmp_pa
     assert results
     assert C.after_bench("latest~1", new, tmp_path / "out") == 2
     assert "only 1 run" in capsys.readouterr().err
+    first_on_h100 = [rec("20261203T100000Z-dddddd", gpu=dict(H200, name="NVIDIA H100 80GB HBM3"))]
+    assert C.after_bench("latest", first_on_h100, tmp_path / "out") == 0  # a first run is no error
+    assert "nothing to compare with: no earlier run of fused_kernels on NVIDIA H100" in capsys.readouterr().out
 
 
 def test_long_lists_of_one_run_cases_are_cut_short():
