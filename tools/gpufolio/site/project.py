@@ -34,6 +34,7 @@ def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, st
     else:
         parts += ["## Headline results", "", T.headline_table(df, project, ctx.site, page), ""]
         parts += [_headline_chart(ctx, h, page) for h in heads]
+    parts += T.other_gpu_sections(df, project, ctx.site, page)  # another GPU model: its own section
     if extra_pages:
         parts += ["## More on this project", ""] + [f"- [{t}]({R.rel_link(page, p)})" for t, p in extra_pages] + [""]
     if body.strip():
@@ -63,8 +64,8 @@ def render_writeups(ctx: RenderCtx, project: str) -> list[tuple[str, str]]:
 
 def _headline_chart(ctx: RenderCtx, h: S.Headline, page: str) -> str:
     c = h.candidate
-    run = ctx.df[(ctx.df.project == h.project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
-                 & (ctx.df.params_key == c["params_key"])]
+    run = R.counted(ctx.df[(ctx.df.project == h.project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
+                           & (ctx.df.params_key == c["params_key"])], c["gpu_name"])  # only numbers that count
     title = f"{h.bench} at {c['params_text']}, {c['gpu_name']}"
     rel = ctx.plot(f"{h.project}-{h.bench}-headline.png", charts.headline_bars, charts.slim(run),
                    h.meta.get("headline_baseline"), title)
@@ -86,7 +87,7 @@ def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
             continue
         out += [T.variant_table(run, mctx), ""]
         x = meta.get("x_param")
-        ok = run[(run.status == "ok") & run.is_headline_metric.astype(bool)]
+        ok = R.counted(run[run.is_headline_metric.astype(bool)])
         if x and ok.params.map(lambda p, x=x: p.get(x)).nunique() > 1:
             series = ctx.one_series(ok, x, meta.get("headline_params") or {})
             if not series.empty:
@@ -107,8 +108,8 @@ def _roofline(ctx: RenderCtx, project: str, heads: list[S.Headline], page: str) 
     for h in heads:
         c = h.candidate
         run = ctx.df[(ctx.df.project == project) & (ctx.df.bench == h.bench) & (ctx.df.run_id == c["run_id"])
-                     & (ctx.df.params_key == c["params_key"]) & (ctx.df.status == "ok")
-                     & ctx.df.is_headline_metric.astype(bool) & (ctx.df.gpu_name == gpu)]
+                     & (ctx.df.params_key == c["params_key"]) & ctx.df.is_headline_metric.astype(bool)]
+        run = R.counted(run, gpu)
         for r in run.to_dict("records"):
             rec = r["record"]
             ceilings = ceilings or dict((rec.get("env") or {}).get("ceilings") or {})
