@@ -35,6 +35,9 @@ VARIANTS = [Variant("engine", "candidate", "our engine (paged KV, continuous bat
             Variant("hf_static", "baseline", "Hugging Face generate, static cache + compiled forward"),
             Variant("hf_generate", "baseline", "Hugging Face transformers generate (eager, dynamic cache)")]
 HF_VARIANTS = ("hf_static", "hf_generate")
+# online also measures the engine behind its HTTP server, loaded by the HTTP load generator (serve/)
+ONLINE_VARIANTS = VARIANTS + [Variant("engine_http", "candidate", "our engine behind its OpenAI-compatible HTTP "
+                                                                  "server, streamed to an HTTP client")]
 
 # One engine, one HF model and one checkpoint per worker process: loading a 2.5 GB model per job would cost
 # more than the jobs. Benchmarks reset the engine's prefix cache before every call (no self-hits).
@@ -405,7 +408,7 @@ def _online_configs(mode: str) -> list[dict]:
 
 def _online_case(variant: str, params: dict, device) -> Case:
     _gpu_guard(params, device)
-    if variant != "engine":
+    if variant not in ("engine", "engine_http"):
         raise Unsupported("HF generate has no serving loop: a static batch cannot admit requests mid-generation")
     import numpy as np
 
@@ -418,13 +421,21 @@ def _online_case(variant: str, params: dict, device) -> Case:
     for _ in in_lens:  # Poisson arrivals: exponential gaps at `rate` requests per second
         t += rng.expovariate(params["rate"])
         arrivals.append(t)
+    if variant == "engine_http":
+        try:
+            from .serve.inprocess import http_online
+        except ImportError as e:
+            raise Unsupported(f"the HTTP variant needs the serve extra ({e})") from None
     eng = _engine(params, device)
     sps = [_greedy(n) for n in out_lens]
     calls: list[list[dict]] = []
 
     def fn(inputs):
         eng.block_manager.reset_prefix_cache()
-        stats = run_online(eng, inputs["prompts"], sps, arrivals)
+        if variant == "engine_http":
+            stats = http_online(eng, inputs["prompts"], out_lens, arrivals)
+        else:
+            stats = run_online(eng, inputs["prompts"], sps, arrivals)
         calls.append(stats)
         return [s["token_ids"] for s in stats]
 
@@ -454,7 +465,7 @@ BENCHES = [
           description="256 requests, input and output lengths uniform in 100-1024 (outputs capped), all "
                       "submitted at once: output tokens/s.",
           headline_params={"model": "llama3.2-1b"}, headline_baseline="hf_static", x_param="output_cap"),
-    Bench(PROJECT, "online", TOKENS_PER_S, VARIANTS, _online_configs, _online_case,
+    Bench(PROJECT, "online", TOKENS_PER_S, ONLINE_VARIANTS, _online_configs, _online_case,
           description="Poisson arrivals at several rates: output tokens/s with TTFT and TPOT p50/p99.",
           headline_params={"model": "llama3.2-1b"}, x_param="rate"),
 ]

@@ -96,11 +96,13 @@ class EngineLoop:
     async def _run(self) -> None:
         try:
             while True:
-                if not self.engine.has_unfinished():
+                # Steps run only for this loop's own requests: while it has none it leaves the engine alone
+                # (a bench may drive the same engine directly in between).
+                if not self._live or not self.engine.has_unfinished():
                     self._apply(await self._inbox.get())  # idle: sleep until a request arrives
                 while not self._inbox.empty():
                     self._apply(self._inbox.get_nowait())
-                if self.engine.has_unfinished():
+                if self._live and self.engine.has_unfinished():
                     out = await asyncio.to_thread(self.engine.step)
                     self._deliver(out)
         except asyncio.CancelledError:

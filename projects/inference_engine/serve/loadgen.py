@@ -21,7 +21,7 @@ import json
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 from urllib.parse import urlparse
 
@@ -56,6 +56,7 @@ class Result:
     num_tokens: int = 0
     status: Optional[int] = None
     completed: bool = False
+    token_ids: list[int] = field(default_factory=list)
 
     @property
     def ttft(self) -> float:
@@ -99,11 +100,13 @@ async def _one(http: httpx.AsyncClient, url: str, model: str, prompt: list[int],
                 res.first = res.first or now
                 res.last = now
                 res.num_tokens += len(ids)
+                res.token_ids.extend(ids)
 
 
-async def run_rate(url: str, model: str, rate: float, workload: Workload, max_duration_s: float) -> tuple[list, float]:
-    """Send one rate's requests at their arrival times; -> (results, span in seconds)."""
-    plan = workload.requests(rate)
+async def run_plan(url: str, model: str, plan: list[tuple[float, list[int], int]], max_duration_s: float
+                   ) -> tuple[list[Result], float]:
+    """Send each (arrival s, prompt, output length) at its arrival time; -> (results in plan order, span in s).
+    Requests whose arrival is past max_duration_s are not sent (and have no result)."""
     results = []
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     async with httpx.AsyncClient(timeout=httpx.Timeout(max_duration_s), limits=limits) as http:
@@ -128,6 +131,11 @@ async def run_rate(url: str, model: str, rate: float, workload: Workload, max_du
     ends = [r.last for r in results if r.completed and r.last is not None]
     span = (max(ends) - start) if ends else max_duration_s
     return results, span
+
+
+async def run_rate(url: str, model: str, rate: float, workload: Workload, max_duration_s: float
+                   ) -> tuple[list[Result], float]:
+    return await run_plan(url, model, workload.requests(rate), max_duration_s)
 
 
 def summarize(rate: float, results: list[Result], span: float, slo_ttft_ms: float, slo_tpot_ms: float) -> dict:

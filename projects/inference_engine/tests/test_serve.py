@@ -3,7 +3,6 @@ order, a disconnect aborts its request, bad input gets a 4xx naming the field, o
 concurrent streams all complete with Hugging Face's greedy tokens."""
 import asyncio
 import json
-import threading
 import time
 
 import pytest
@@ -17,6 +16,7 @@ uvicorn = pytest.importorskip("uvicorn")
 from gpufolio_projects.inference_engine import LLM  # noqa: E402
 from gpufolio_projects.inference_engine.config import CacheConfig, SchedulerConfig  # noqa: E402
 from gpufolio_projects.inference_engine.serve.app import build_app  # noqa: E402
+from gpufolio_projects.inference_engine.serve.inprocess import InProcessServer, http_online  # noqa: E402
 from gpufolio_projects.inference_engine.serve.protocol import Tokenizer  # noqa: E402
 
 NAME = "tiny-llama"
@@ -37,31 +37,12 @@ def _word_tokenizer():
     return tok
 
 
-class _Server:
-    """uvicorn on a free loopback port in a thread of this process (so tests can look at the engine)."""
-
-    def __init__(self, app):
-        self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive(), "the server did not start"
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self.server.servers[0].sockets[0].getsockname()[1]}"
-
-    def close(self):
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def server(hf_checkpoint):
     eng = LLM(hf_checkpoint[0], device="cpu", dtype="float32", max_model_len=128,
               cache=CacheConfig(block_size=4, num_blocks=96),
               scheduler=SchedulerConfig(max_num_seqs=32, max_num_batched_tokens=128, num_decode_steps=4))
-    srv = _Server(build_app(eng, NAME, Tokenizer(_word_tokenizer()), max_in_flight=200))
+    srv = InProcessServer(build_app(eng, NAME, Tokenizer(_word_tokenizer()), max_in_flight=200))
     srv.engine = eng
     yield srv
     srv.close()
@@ -268,3 +249,15 @@ def test_the_load_generator_refuses_anything_but_loopback(url, capsys):
 
     assert loadgen.main(["--url", url]) == 2
     assert "only targets loopback" in capsys.readouterr().err
+
+
+def test_http_online_replays_a_bench_workload_through_the_server(hf_checkpoint, reference):
+    """The online bench's HTTP variant: the same requests as run_online, through the server and the client."""
+    eng = LLM(hf_checkpoint[0], device="cpu", dtype="float32", max_model_len=128,
+              cache=CacheConfig(block_size=4, num_blocks=64), scheduler=SchedulerConfig(max_num_seqs=8))
+    prompts = _prompts([4, 12, 7, 20], seed=6)
+    lens = [3, 12, 1, 5]
+    stats = http_online(eng, prompts, lens, [0.0, 0.01, 0.02, 0.05])
+    assert [s["token_ids"] for s in stats] == [reference(p)[:n] for p, n in zip(prompts, lens)]
+    assert all(s["ttft"] > 0 and s["tpot"] >= 0 for s in stats)
+    assert not eng.has_unfinished() and eng.block_manager.num_free_blocks == 64
