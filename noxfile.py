@@ -52,10 +52,25 @@ def _gpu_box(session: nox.Session, *extras: str) -> None:
         session.env["PYTHONPATH"] = os.pathsep.join(filter(None, [_import_path(session), os.environ.get("PYTHONPATH")]))
         return
     offline = _offline()
+    _see_launching_environment(session)
     if not _has(session, "torch"):
         # No GPU: the CPU build on local disk (dry runs); a GPU box without torch gets the index's CUDA build.
         session.install(*offline, CPU_TORCH if shutil.which("nvidia-smi") is None else "torch")
     session.install(*offline, "-e", f".[{','.join(extras)}]")
+
+
+def _see_launching_environment(session: nox.Session) -> None:
+    """Let the session's virtualenv see the packages of the interpreter that runs nox.
+
+    ``--system-site-packages`` reaches only the base interpreter's; a CUDA torch preinstalled in a virtualenv or a
+    conda environment (the usual rented GPU image) lives in the launching environment's site-packages instead."""
+    import sysconfig
+
+    outer = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    inner = session.run("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                        silent=True).strip().splitlines()[-1]
+    if Path(inner).resolve() not in {Path(p).resolve() for p in outer}:
+        Path(inner, "_gpufolio_launching_env.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
 
 
 def _import_path(session: nox.Session) -> str:
