@@ -56,7 +56,9 @@ def _gpu_box(session: nox.Session, *extras: str) -> None:
     if not _has(session, "torch"):
         # No GPU: the CPU build on local disk (dry runs); a GPU box without torch gets the index's CUDA build.
         session.install(*offline, CPU_TORCH if shutil.which("nvidia-smi") is None else "torch")
-    session.install(*offline, "-e", f".[{','.join(extras)}]")
+    # Offline, the dependencies are the box's own and the carried wheels' (README): pip resolving them again would
+    # only trip over pins it cannot satisfy without an index (torch's setuptools<82 against a newer carried one).
+    session.install(*offline, *(["--no-deps"] if offline else []), "-e", f".[{','.join(extras)}]")
 
 
 def _see_launching_environment(session: nox.Session) -> None:
