@@ -15,6 +15,7 @@ to the nav that ``pages.write_nav`` wrote.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -113,9 +114,10 @@ def draw(path: Path, series: list[tuple], unit: str, title: str) -> Path:
     for i, (label, is_base, pts) in enumerate(series):
         xs, ys, lo, hi = zip(*pts)
         err = [[y - a for y, a in zip(ys, lo)], [b - y for y, b in zip(ys, hi)]]
-        ax.errorbar(xs, ys, yerr=err, marker="o", ms=4, capsize=3, label=label,
-                    color=charts.BASELINE if is_base else charts.PALETTE[i % len(charts.PALETTE)],
-                    ls="--" if is_base else "-")
+        # every series its own colour; baselines dashed with square markers
+        ax.errorbar(xs, ys, yerr=err, marker="s" if is_base else "o", ms=4, capsize=3,
+                    label=label, color=charts.PALETTE[i % len(charts.PALETTE)],
+                    ls="--" if is_base else "-", alpha=0.8 if is_base else 1.0)
     ax.set_xticks(range(len(labels)), labels, rotation=45 if len(labels) > 8 else 0, fontsize=7)
     ax.set_xlim(-0.5, max(len(labels) - 0.5, 0.5))
     ax.set_ylabel(unit)
@@ -129,19 +131,22 @@ def _bench_section(ctx: RenderCtx, rows: pd.DataFrame, flagged: set[tuple], page
     first = rows.iloc[0]
     runs = rows.sort_values("created_at").drop_duplicates("run_id")
     order = {rid: i for i, rid in enumerate(runs.run_id)}
+    # candidates first, then baselines; one series (and one table column) each
+    groups = [g for _, g in sorted(rows.groupby("variant"), key=lambda t: (t[1].role.iloc[0] == "baseline", t[0]))]
     series = []
-    for variant, g in sorted(rows.groupby("variant"), key=lambda t: (t[1].role.iloc[0] == "baseline", t[0])):
+    for g in groups:
         pts = [(order[r["run_id"]], r["value"], *_band(r)) for r in g.sort_values("created_at").to_dict("records")]
-        series.append((f"{g.label.iloc[0]}" + (" (baseline)" if g.role.iloc[0] == "baseline" else ""),
-                       g.role.iloc[0] == "baseline", pts))
+        base = g.role.iloc[0] == "baseline"
+        series.append((textwrap.shorten(g.label.iloc[0], 26, placeholder="…") + (" (baseline)" if base else ""),
+                       base, pts))
     title = (f"{first.project}/{first.bench} at {first.params_text} — {first.gpu_name}\t"
              + ",".join(runs.sha))
     chart = ctx.plot(f"history-{first.project}-{first.bench}.png", draw, series, first.metric_unit, title)
-    variants = [s[0] for s in series]
+    variants = [g.label.iloc[0] + (" (baseline)" if g.role.iloc[0] == "baseline" else "") for g in groups]
     body = []
     for run in runs.to_dict("records"):
         cells = [T.run_link(run, page, run["created_at"][:16].replace("T", " ")), ctx.site.commit_link(run["git_sha"])]
-        for variant, g in sorted(rows.groupby("variant"), key=lambda t: (t[1].role.iloc[0] == "baseline", t[0])):
+        for g in groups:
             hit = g[g.run_id == run["run_id"]]
             if hit.empty:
                 cells.append("—")
