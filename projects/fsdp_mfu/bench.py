@@ -116,7 +116,7 @@ CEILING_SIZE = 8192  # the cuBLAS bf16 shape the MFU is read against: 8192^3, th
 def bf16_ceiling() -> tuple[float, str]:
     """(cuBLAS bf16 TFLOP/s at 8192^3 in this run, where it came from). The run's stamp (env.ceilings, measured in
     this worker before the cases) when it timed that size — a full run; otherwise (a quick run stamps 4096^3,
-    a slower shape that would flatter the ratio) timed here once per worker process."""
+    another shape than the one the MFU is read against) timed here once per worker process."""
     from gpufolio.stamp import last_ceilings
 
     stamped = last_ceilings()
