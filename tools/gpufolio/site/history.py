@@ -15,6 +15,7 @@ to the nav that ``pages.write_nav`` wrote.
 """
 from __future__ import annotations
 
+import hashlib
 import textwrap
 from pathlib import Path
 
@@ -30,6 +31,7 @@ HISTORY_DIR = "history"
 REGRESSIONS_PAGE = "regressions.md"
 NAV_FILE = ".nav.yml"
 KEY = ["project", "bench", "params_key", "variant"]
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def history_page(project: str) -> str:
@@ -102,9 +104,10 @@ def headline_points(pts: pd.DataFrame, project: str, bench: str) -> pd.DataFrame
     return keep[keep.params_key == top]
 
 
-def draw(path: Path, series: list[tuple], unit: str, title: str) -> Path:
+def draw(path: Path, series: list[tuple], unit: str, title: str, code: str = "") -> Path:
     """Error bars over runs: ``series`` = [(label, is_baseline, [(x index, value, lo, hi), ...]), ...];
-    ``title`` ends with the x labels after a tab (short SHAs in run order)."""
+    ``title`` ends with the x labels after a tab (short SHAs in run order). ``code``: this module's digest, unused
+    here; it is in the chart cache's key (which covers charts.py only), so a change to this drawing redraws."""
     from . import charts
 
     plt = charts.plt
@@ -141,7 +144,7 @@ def _bench_section(ctx: RenderCtx, rows: pd.DataFrame, flagged: set[tuple], page
                        base, pts))
     title = (f"{first.project}/{first.bench} at {first.params_text} — {first.gpu_name}\t"
              + ",".join(runs.sha))
-    chart = ctx.plot(f"history-{first.project}-{first.bench}.png", draw, series, first.metric_unit, title)
+    chart = ctx.plot(f"history-{first.project}-{first.bench}.png", draw, series, first.metric_unit, title, _CODE)
     variants = [g.label.iloc[0] + (" (baseline)" if g.role.iloc[0] == "baseline" else "") for g in groups]
     body = []
     for run in runs.to_dict("records"):
