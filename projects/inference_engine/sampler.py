@@ -18,20 +18,21 @@ _M32 = 0xFFFFFFFF
 _MUL = 0x45D9F3B  # < 2**27: a 32-bit value times it stays inside int64, so nothing overflows
 
 
-def _mix32(x: torch.Tensor) -> torch.Tensor:
-    """A 32-bit integer hash (two multiply-xorshift rounds) on int64 tensors holding values in [0, 2**32)."""
-    x = (x ^ (x >> 16)) * _MUL & _M32
-    x = (x ^ (x >> 16)) * _MUL & _M32
-    return x ^ (x >> 16)
+def _mix32_(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash (two multiply-xorshift rounds), in place on an int64 tensor of values in [0, 2**32).
+    In place because at [B, V] = [256, 128k] each int64 temporary is 256 MiB."""
+    for _ in range(2):
+        x.bitwise_xor_(x >> 16).mul_(_MUL).bitwise_and_(_M32)
+    return x.bitwise_xor_(x >> 16)
 
 
 def counter_exponential(seeds: torch.Tensor, positions: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """Exp(1) noise [B, V] fp32, a pure function of (seeds[b], positions[b], v). seeds, positions: [B] int64 >= 0."""
-    key = _mix32(_mix32(_mix32(seeds & _M32) ^ (seeds >> 32)) ^ (positions & _M32))
-    token = _mix32(torch.arange(vocab_size, device=seeds.device) + 0x9E3779B9 & _M32)
-    bits = _mix32(key[:, None] ^ token[None, :])
-    u = ((bits >> 8).to(torch.float32) + 0.5) * 2.0**-24  # 24 bits: uniform in (0, 1), never 0 or 1
-    return u.log_().neg_()
+    key = _mix32_(_mix32_(_mix32_(seeds & _M32) ^ (seeds >> 32)) ^ (positions & _M32))
+    token = _mix32_((torch.arange(vocab_size, device=seeds.device) + 0x9E3779B9).bitwise_and_(_M32))
+    bits = _mix32_(key[:, None] ^ token[None, :])
+    bits >>= 8  # 24 bits: uniform in (0, 1) below, never 0 or 1
+    return bits.to(torch.float32).add_(0.5).mul_(2.0**-24).log_().neg_()
 
 
 class Sampler:
