@@ -127,8 +127,11 @@ def missing(found: Found, dry_run: bool) -> str | None:
     if not found.torch_cuda:
         return f"torch {found.torch} is a CPU build: install a CUDA build of torch (or use --dry-run)"
     if not found.cuda_available:
-        return (f"torch {found.torch} sees no CUDA GPU" + (f" ({found.gpu} is listed by nvidia-smi: check the driver "
-                "against torch's CUDA)" if found.gpu else "") + "; use --dry-run for the CPU paths")
+        hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+        hint = ("" if not found.gpu else f" (nvidia-smi lists {found.gpu}; CUDA_VISIBLE_DEVICES={hidden!r} hides it)"
+                if hidden is not None else f" (nvidia-smi lists {found.gpu}: check the driver against torch's CUDA "
+                f"{found.torch_cuda})")
+        return f"torch {found.torch} sees no CUDA GPU{hint}; use --dry-run for the CPU paths"
     if found.triton is None:
         return "triton is not installed (it comes with CUDA torch on Linux: pip install triton)"
     return None

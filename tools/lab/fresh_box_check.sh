@@ -5,12 +5,13 @@
 #
 #   OUT=/path/to/out bash tools/lab/fresh_box_check.sh [STAGE ...]
 #
-# Stages (default: gemm fused compare no_nvcc tests_gpu; each under its own time limit, so they can also be run
+# Stages (default: gemm fused compare no_nvcc refusal tests_gpu; each under its own time limit, so they can also be run
 # one call at a time):
 #   gemm       nox -s bench -- --project gemm_ladder --quick
 #   fused      nox -s bench -- --project fused_kernels --quick --compare-to latest
 #   compare    python -m gpufolio compare latest~1 latest --project fused_kernels   (the session's python)
 #   no_nvcc    the bench with CUDA_HOME pointing nowhere: gemm_ladder skipped with the reason, the rest runs
+#   refusal    the bench with CUDA_VISIBLE_DEVICES empty: a one-line refusal, exit 2, no records
 #   tests_gpu  nox -s tests_gpu
 # Every invocation first does the README's offline step (wheels into .whl/site, PYTHONPATH). Logs go to
 # $OUT/<stage>.log, new results files to $OUT/records/<project>/, the verdict to stdout and $OUT/verdict.txt.
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/../.."
 mkdir -p "$OUT/records"
 STAGE_LIMIT_S=${STAGE_LIMIT_S:-540}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(gemm fused compare no_nvcc tests_gpu)
+[ ${#stages[@]} -eq 0 ] && stages=(gemm fused compare no_nvcc refusal tests_gpu)
 verdicts=()
 verdict() { verdicts+=("$1: $2"); echo "== $1: $2"; }
 
@@ -82,6 +83,11 @@ for s in "${stages[@]}"; do
       if [ $RC -eq 0 ] && has "gemm_ladder: skipped: nvcc not found" no_nvcc && [[ $st == *ok=* ]]; then
         verdict no_nvcc "PASS (gemm_ladder skipped with the reason; fused_kernels copy: $st)"
       else verdict no_nvcc "FAIL (exit $RC; records: ${st:-none})"; fi ;;
+    refusal)
+      stage refusal env CUDA_VISIBLE_DEVICES= python3 -m nox -s bench -- --project fused_kernels --quick
+      if [ $RC -ne 0 ] && [ -z "$NEW" ] && [ "$(grep -c "^gpufolio bench: cannot run here: .*sees no CUDA GPU" "$OUT/refusal.log")" = 1 ]; then
+        verdict refusal "PASS (one line: $(grep -m1 "^gpufolio bench: cannot run here" "$OUT/refusal.log" | cut -c1-100))"
+      else verdict refusal "FAIL (exit $RC; new results: ${NEW:-none})"; fi ;;
     tests_gpu)
       stage tests_gpu python3 -m nox -s tests_gpu
       if [ $RC -eq 0 ] && has " passed" tests_gpu; then verdict tests_gpu "PASS ($(grep -Eo '[0-9]+ passed[^=]*' "$OUT/tests_gpu.log" | tail -1))"

@@ -19,13 +19,19 @@ def box(**changes):
     (box(torch=None, torch_cuda=None), False, "torch is not installed"),
     (box(torch="2.13.0+cpu", torch_cuda=None, cuda_available=False), False, "is a CPU build"),
     (box(torch="2.13.0+cpu", torch_cuda=None, cuda_available=False, gpu=None), True, None),  # dry runs need no GPU
-    (box(cuda_available=False), False, "sees no CUDA GPU (NVIDIA H200 x1 (sm_90) is listed by nvidia-smi"),
+    (box(cuda_available=False), False, "sees no CUDA GPU (nvidia-smi lists NVIDIA H200 x1 (sm_90): check the driver"),
     (box(triton=None), False, "triton is not installed"),
     (box(nvcc=None, nvcc_version=None), False, None),  # nvcc is gemm_ladder's alone
 ])
-def test_missing_prerequisite(found, dry, expected):
+def test_missing_prerequisite(found, dry, expected, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     why = P.missing(found, dry)
     assert why == expected if expected is None else expected in why
+
+
+def test_a_hidden_gpu_is_named(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert "CUDA_VISIBLE_DEVICES='' hides it" in P.missing(box(cuda_available=False), False)
 
 
 def test_report_lines():
