@@ -3,15 +3,14 @@
 Problem: C[M,N] = A[M,K] @ B[N,K]^T, bf16 in and out, fp32 accumulation. The cuBLAS baseline computes the same
 thing as ``torch.matmul(A, B.t())`` (a "TN" GEMM, cuBLAS's native layout for this). Importable without torch.
 
-Correctness: against an fp32 matmul of the same bf16 inputs on the GPU (TF32 off), with a tolerance derived
-below (``tolerance_for_k``).
+Correctness: against an fp32 matmul of the same bf16 inputs on the GPU (TF32 off), with the ladders' tolerance
+(``ladder.tolerance_for_k``).
 """
 from __future__ import annotations
 
-import math
+from gpufolio.api import TFLOPS, Bench, Case, Unsupported, Variant, Work
 
-from gpufolio.api import TFLOPS, Bench, Case, Tolerance, Unsupported, Variant, Work
-
+from .. import ladder
 from . import registry
 
 PROJECT = "gemm_ladder"
@@ -34,20 +33,6 @@ def configs(mode: str) -> list[dict]:
     if mode == "quick":
         return [_params(s, s, s) for s in (2048, 8192)] + [_params(*LLM_SHAPES[0])]
     return [_params(s, s, s) for s in SQUARES] + [_params(*shape) for shape in LLM_SHAPES]
-
-
-def tolerance_for_k(K: int) -> Tolerance:
-    """|C - ref| <= atol + rtol |ref| for inputs ~ N(0, 1).
-
-    - rtol = 2^-8: the bf16 output keeps 8 significant bits, so rounding moves a value by at most 2^-9
-      relative; 2^-8 leaves a factor 2 for the fp32 reference's own rounding.
-    - atol = 2^-8 * sqrt(K): entries of C are sums of K products of unit variance, so |C| ~ sqrt(K); this
-      is the bf16 rounding of a typical output. It also covers the kernel's and the reference's different
-      fp32 summation orders, whose difference grows like 2^-24 * K (random-walk estimate; ~1e-3 at K = 14336),
-      far below atol. A structural bug (one 16-wide K slice lost or doubled) moves an output by about
-      sqrt(16) = 4 standard units, ten times atol even at K = 14336 (atol 0.47).
-    """
-    return Tolerance(atol=2.0**-8 * math.sqrt(K), rtol=2.0**-8)
 
 
 def _make_inputs(M: int, N: int, K: int, device):
@@ -85,20 +70,21 @@ def case(variant: str, params: dict, device) -> Case:
 
             return torch.matmul(inputs["A"], inputs["B"].t(), out=inputs["C"])
     else:
-        rung = registry.get(variant)
+        rung = registry.by_name(variant)
         registry.check_shape(M, N, K)  # refuse before anything is allocated or launched
         from . import ops
 
-        ops.load()  # build (or load) here, outside the timed call
+        ext = ops.load()  # build (or load) here, outside the timed call
 
-        def fn(inputs: dict, _launch=rung.launcher):
-            return getattr(ops.load(), _launch)(inputs["A"], inputs["B"], inputs["C"])
+        def fn(inputs: dict):
+            ladder.launch(ext, rung, inputs["A"], inputs["B"], inputs["C"])
+            return inputs["C"]
 
     return Case(
         fn=fn,
         make_inputs=_make_inputs(M, N, K, device),
         reference=_reference,
-        tolerance=tolerance_for_k(K),
+        tolerance=ladder.tolerance_for_k(K, "bfloat16"),
         outputs_in_inputs=("C",),
         # FLOPs: one multiply and one add per (m, n, k).  I/O: read A and B once, write C once (bf16).
         work=Work(flops=2.0 * M * N * K, bytes=2.0 * (M * K + N * K + M * N)),
@@ -109,7 +95,7 @@ def case(variant: str, params: dict, device) -> Case:
 def _variants() -> list[Variant]:
     out = [Variant(BASELINE, "baseline", "cuBLAS (torch.matmul bf16)")]
     for r in registry.RUNGS:
-        out.append(Variant(r.id, "candidate", r.label, available=lambda r=r: registry.device_reason(r)))
+        out.append(Variant(r.name, "candidate", r.label, available=lambda r=r: registry.device_reason(r)))
     return out
 
 

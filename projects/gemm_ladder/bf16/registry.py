@@ -1,51 +1,31 @@
 """The BF16 ladder's one registry: every rung's id, label, source, launcher and shape rules.
 
-The bench, the tests, gpu.sh's SASS/ncu loops (via ``python -m gpufolio_projects.gemm_ladder.bf16.registry``)
+The bench, the tests, the lab stages' SASS/ncu loops (via ``python -m gpufolio_projects.gemm_ladder.bf16.registry``)
 and the writeup all read this list. All rungs compute C[M,N] = A[M,K] @ B[N,K]^T in bf16 with fp32
 accumulation (A and B row-major, so both operands are K-major: the layout wgmma reads without transposes).
 Importable without torch.
 """
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpufolio.api import Unsupported
 
+from .. import ladder
+
 HERE = Path(__file__).resolve().parent
 KERNEL_DIR = HERE / "kernels"
 EXTENSION_NAME = "gpufolio_bf16_gemm"
 BINDINGS = "bindings.cpp"
-# Not rungs: variants of the persistent kernel that probe.py times to choose the next rung.
-PROBE_SOURCES = ("probe_a.cu", "probe_b.cu")
 
 
 @dataclass(frozen=True)
-class Rung:
-    id: str  # "05_warp_specialized": file stem, variant name in records, binding name "r05"
-    label: str
+class Rung(ladder.Rung):
     tile: tuple[int, int]  # (BM, BN) output tile of one CTA
-    uses_wgmma: bool  # SASS must show HGMMA (checked by the tests and gpu.sh)
+    uses_wgmma: bool  # SASS must show HGMMA (checked by the tests and the lab's sass stage)
     needs_sm90a: bool  # uses wgmma / TMA / setmaxnreg; rungs 01-02 only need sm_80 instructions
-
-    def __post_init__(self) -> None:
-        if not re.fullmatch(r"\d\d_[a-z0-9_]+", self.id):
-            raise ValueError(f"rung id {self.id!r} must be NN_technique")
-
-    @property
-    def file(self) -> str:
-        return f"{self.id}.cu"
-
-    @property
-    def number(self) -> int:
-        return int(self.id[:2])
-
-    @property
-    def launcher(self) -> str:
-        """Python name of the binding in the extension (and `bf16_rungNN_launch` in C)."""
-        return f"r{self.number:02d}"
 
 
 RUNGS: tuple[Rung, ...] = (
@@ -60,20 +40,15 @@ RUNGS: tuple[Rung, ...] = (
     Rung("09_tma_store_epilogue", "+ smem/TMA-store epilogue", (128, 256), True, True),
     Rung("10_cluster_pairs", "2-CTA clusters without multicast", (128, 256), True, True),
 )
-BY_ID = {r.id: r for r in RUNGS}
 
 
-def get(rung_id: str) -> Rung:
-    try:
-        return BY_ID[rung_id]
-    except KeyError:
-        raise KeyError(f"no bf16 rung {rung_id!r}; rungs: {list(BY_ID)}") from None
+def by_name(name: str) -> Rung:
+    return ladder.by_name(RUNGS, name, "bf16")
 
 
 def sources() -> tuple[str, ...]:
     """Extension sources relative to projects/gemm_ladder/ (what build.load_extension expects)."""
-    files = [r.file for r in RUNGS] + list(PROBE_SOURCES) + [BINDINGS]
-    return tuple(f"bf16/kernels/{f}" for f in files)
+    return tuple(f"bf16/kernels/{f}" for f in [r.file for r in RUNGS] + [BINDINGS])
 
 
 def check_shape(M: int, N: int, K: int) -> None:
@@ -111,8 +86,8 @@ def device_reason(rung: Rung) -> str | None:
     return None
 
 
-if __name__ == "__main__":  # gpu.sh: `python -m ...registry ids|wgmma_ids`
+if __name__ == "__main__":  # the lab stages: `python -m ...registry ids|wgmma_ids`
     which = sys.argv[1] if len(sys.argv) > 1 else "ids"
     for r in RUNGS:
         if which == "ids" or (which == "wgmma_ids" and r.uses_wgmma):
-            print(r.id)
+            print(r.name)

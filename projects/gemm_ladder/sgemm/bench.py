@@ -5,10 +5,9 @@ The harness times and checks; this file only declares the work.
 """
 from __future__ import annotations
 
-import math
+from gpufolio.api import TFLOPS, Bench, Case, Timing, Unsupported, Variant, Work
 
-from gpufolio.api import TFLOPS, Bench, Case, Timing, Tolerance, Unsupported, Variant, Work
-
+from .. import ladder
 from . import registry
 
 PROJECT = "gemm_ladder"
@@ -29,10 +28,6 @@ LLM_SHAPES = (
 # Quick: a grid too small for 132 SMs, the headline, and the 128-token batch where split-K should pay.
 QUICK = ((1024, 1024, 1024, "square"), (4096, 4096, 4096, "square"), (128, 4096, 4096, "llm_small_batch"))
 
-# fp32 unit roundoff (round to nearest): 2^-24.
-U32 = 2.0**-24
-
-
 def _params(M: int, N: int, K: int, family: str) -> dict:
     return {"M": M, "N": N, "K": K, "dtype": "float32", "family": family}
 
@@ -43,22 +38,6 @@ def configs(mode: str) -> list[dict]:
     if mode == "quick":
         return [_params(*q) for q in QUICK]
     return [_params(s, s, s, "square") for s in SQUARES] + [_params(M, N, K, f) for f, M, N, K in LLM_SHAPES]
-
-
-def tolerance_for_k(K: int) -> Tolerance:
-    """|C - ref| <= atol + rtol |ref| against an fp64 reference, inputs ~ N(0, 1).
-
-    Each output is a sum of K products; every fp32 FMA rounds the running sum S_i by at most U32 |S_i|
-    (relative), and with random signs these errors add like a random walk: std(err) ~ U32 sqrt(sum_i S_i^2).
-    For unit-variance products |S_i| ~ sqrt(i), so sum_i S_i^2 ~ K^2 / 2 and std(err) ~ U32 K / sqrt(2)
-    for a plain sequential loop (rung 01, the worst order here; blocked sums are smaller).
-    - atol = 8 U32 K: > 11 std of that worst order, enough for the maximum over 67M outputs (8192^2: a
-      Gaussian maximum sits near 5.7 std). K = 4096: 2.0e-3 against |C| ~ 64.
-    - rtol = 8 U32 sqrt(K): the same bound for the larger-than-typical outputs (|C| = t sqrt(K) grows the
-      partial sums by t).
-    A structural bug (one 8-wide K slice dropped or doubled) moves an output by ~sqrt(8) = 2.8, over 1000x atol.
-    """
-    return Tolerance(atol=8 * U32 * K, rtol=8 * U32 * math.sqrt(K))
 
 
 def _make_inputs(M: int, N: int, K: int, device):
@@ -106,14 +85,14 @@ def case(variant: str, params: dict, device) -> Case:
         ext = registry.load()
 
         def fn(x: dict):
-            registry.launch(ext, rung, x["A"], x["B"], x["C"])
+            ladder.launch(ext, rung, x["A"], x["B"], x["C"])
             return x["C"]
 
     return Case(
         fn=fn,
         make_inputs=_make_inputs(M, N, K, device),
         reference=_reference,
-        tolerance=tolerance_for_k(K),
+        tolerance=ladder.tolerance_for_k(K, "float32"),  # against fp64
         outputs_in_inputs=("C",),
         # FLOPs: one multiply and one add per (m, n, k). Bytes: read A and B once, write C once (4 B each).
         work=Work(flops=2.0 * M * N * K, bytes=4.0 * (M * K + K * N + M * N)),

@@ -21,10 +21,11 @@ from typing import Literal
 
 from gpufolio.api import Unsupported
 
+from .. import ladder
+
 HERE = Path(__file__).resolve().parent
 EXTENSION = "gpufolio_sgemm"
-# Paths relative to projects/gemm_ladder/ (what build.load_extension expects).
-COMMON_SOURCES = ("sgemm/sweep_block.cu", "sgemm/sweep_warp.cu", "sgemm/sweep_cp_async.cu", "sgemm/bindings.cpp")
+BINDINGS = "bindings.cpp"
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -32,41 +33,28 @@ def ceil_div(a: int, b: int) -> int:
 
 
 @dataclass(frozen=True)
-class Rung:
-    id: str                       # "01" .. : the order of the ladder
-    technique: str                # file stem after the id: "naive"
-    label: str                    # what the site shows
-    launcher: str                 # the C launcher in the .cu file
+class Rung(ladder.Rung):
     shapes: Literal["any", "nk4"]
     block_tile: tuple[int, int]   # (rows, columns) of C per block: the grid is ceil(N/cols) x ceil(M/rows)
     threads: int                  # threads per block
     max_gflop: float | None = None
 
     def __post_init__(self) -> None:
-        if not (len(self.id) == 2 and self.id.isdigit()):
-            raise ValueError(f"rung id {self.id!r} must be two digits")
+        super().__post_init__()
         if self.shapes not in ("any", "nk4"):
-            raise ValueError(f"rung {self.id}: unknown shapes {self.shapes!r}")
+            raise ValueError(f"rung {self.name}: unknown shapes {self.shapes!r}")
         if self.threads % 32 or not 32 <= self.threads <= 1024:
-            raise ValueError(f"rung {self.id}: {self.threads} threads is not whole warps within 1024")
+            raise ValueError(f"rung {self.name}: {self.threads} threads is not whole warps within 1024")
 
     @property
-    def name(self) -> str:
-        """Variant name in records and markers: the file stem, e.g. "07_bank_conflicts"."""
-        return f"{self.id}_{self.technique}"
-
-    @property
-    def file(self) -> str:
-        return f"sgemm/{self.name}.cu"
-
-    @property
-    def binding(self) -> str:
-        return f"rung{self.id}"
+    def launcher(self) -> str:
+        """The C launcher the rung's file defines (SGEMM_LAUNCHER) and bindings.cpp binds."""
+        return f"sgemm_{self.name}"
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
         """(gridDim.x, gridDim.y) the launcher uses. Rung 01 puts rows on x (its uncoalesced mapping)."""
         rows, cols = self.block_tile
-        if self.id == "01":
+        if self.number == 1:
             return ceil_div(M, rows), ceil_div(N, cols)
         return ceil_div(N, cols), ceil_div(M, rows)
 
@@ -89,21 +77,18 @@ class Rung:
 
 # 2*2048^3 = 17 GFLOP; 2*4096^3 = 137 GFLOP.
 RUNGS: tuple[Rung, ...] = (
-    Rung("01", "naive", "01 naive", "sgemm_01_naive", "any", (32, 32), 1024, max_gflop=20),
-    Rung("02", "gmem_coalesce", "02 global-memory coalescing", "sgemm_02_gmem_coalesce", "any", (32, 32), 1024,
-         max_gflop=140),
-    Rung("03", "smem_tiling", "03 shared-memory tiling", "sgemm_03_smem_tiling", "any", (32, 32), 1024,
-         max_gflop=140),
-    Rung("04", "blocktile_1d", "04 1D block tiling", "sgemm_04_blocktile_1d", "any", (64, 64), 512),
-    Rung("05", "blocktile_2d", "05 2D block tiling", "sgemm_05_blocktile_2d", "any", (128, 128), 256),
-    Rung("06", "vectorize", "06 float4 loads, A transposed", "sgemm_06_vectorize", "nk4", (128, 128), 256),
-    Rung("07", "bank_conflicts", "07 bank conflicts removed", "sgemm_07_bank_conflicts", "nk4", (128, 128), 256),
-    Rung("08", "double_buffer", "08 double buffering", "sgemm_08_double_buffer", "nk4", (128, 128), 256),
-    Rung("09", "autotuned_sm90", "09 tile sizes tuned for H200", "sgemm_09_autotuned_sm90", "nk4", (128, 256), 256),
-    Rung("10", "warptiling", "10 warp tiling", "sgemm_10_warptiling", "nk4", (128, 256), 256),
-    Rung("11", "cp_async_pipeline", "11 cp.async 3-stage pipeline", "sgemm_11_cp_async_pipeline", "nk4", (128, 256),
-         256),
-    Rung("12", "split_k", "12 split-K for small grids", "sgemm_12_split_k", "nk4", (128, 128), 256),
+    Rung("01_naive", "01 naive", "any", (32, 32), 1024, max_gflop=20),
+    Rung("02_gmem_coalesce", "02 global-memory coalescing", "any", (32, 32), 1024, max_gflop=140),
+    Rung("03_smem_tiling", "03 shared-memory tiling", "any", (32, 32), 1024, max_gflop=140),
+    Rung("04_blocktile_1d", "04 1D block tiling", "any", (64, 64), 512),
+    Rung("05_blocktile_2d", "05 2D block tiling", "any", (128, 128), 256),
+    Rung("06_vectorize", "06 float4 loads, A transposed", "nk4", (128, 128), 256),
+    Rung("07_bank_conflicts", "07 bank conflicts removed", "nk4", (128, 128), 256),
+    Rung("08_double_buffer", "08 double buffering", "nk4", (128, 128), 256),
+    Rung("09_autotuned_sm90", "09 tile sizes tuned for H200", "nk4", (128, 256), 256),
+    Rung("10_warptiling", "10 warp tiling", "nk4", (128, 256), 256),
+    Rung("11_cp_async_pipeline", "11 cp.async 3-stage pipeline", "nk4", (128, 256), 256),
+    Rung("12_split_k", "12 split-K for small grids", "nk4", (128, 128), 256),
 )
 
 
@@ -124,14 +109,12 @@ def split_k_splits(M: int, N: int, K: int, sms: int = H200_SMS) -> int:
 
 
 def by_name(name: str) -> Rung:
-    for rung in RUNGS:
-        if rung.name == name:
-            return rung
-    raise KeyError(f"no SGEMM rung {name!r}; rungs are {[r.name for r in RUNGS]}")
+    return ladder.by_name(RUNGS, name, "SGEMM")
 
 
 def sources() -> tuple[str, ...]:
-    return tuple(r.file for r in RUNGS) + COMMON_SOURCES
+    """Extension sources relative to projects/gemm_ladder/ (what build.load_extension expects)."""
+    return tuple(f"sgemm/{f}" for f in [r.file for r in RUNGS] + [BINDINGS])
 
 
 def load():
@@ -139,19 +122,3 @@ def load():
     from gpufolio_projects.gemm_ladder.build import load_extension
 
     return load_extension(EXTENSION, sources())
-
-
-def launch(ext, rung: Rung, A, B, C) -> None:
-    """C = A @ B with ``rung``; raises RuntimeError with the binding's reason if it refused or failed.
-
-    The bindings return their error as a string instead of throwing (see bindings.cpp)."""
-    why = getattr(ext, rung.binding)(A, B, C)
-    if why:
-        raise RuntimeError(why)
-
-
-def sweep(ext, i: int, A, B, C) -> None:
-    """C = A @ B with sweep config ``i`` (sweep_*.cu); raises RuntimeError like ``launch``."""
-    why = ext.sweep(i, A, B, C)
-    if why:
-        raise RuntimeError(why)

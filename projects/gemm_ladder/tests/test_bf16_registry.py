@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from gpufolio.api import Unsupported
+from gpufolio_projects.gemm_ladder import ladder
 from gpufolio_projects.gemm_ladder.bf16 import bench, registry
 
 KERNELS = registry.KERNEL_DIR
@@ -29,7 +30,7 @@ def test_every_rung_defines_and_binds_its_launcher():
         n = f"{r.number:02d}"
         assert f"BF16_LAUNCHER(bf16_rung{n}_launch)" in src, r.file
         assert f"DECLARE({n})" in bindings and f"BIND({n})" in bindings, n
-        assert r.launcher == f"r{n}"
+        assert r.binding == f"rung{n}"
     # nothing bound that the registry does not know
     bound = set(re.findall(r"^\s*BIND\((\d\d)\)", bindings, re.M))
     assert bound == {f"{r.number:02d}" for r in registry.RUNGS}
@@ -46,7 +47,7 @@ def test_wgmma_rungs_use_wgmma_and_mma_sync_rungs_do_not():
         text = (KERNELS / r.file).read_text()
         if r.file.startswith(("06", "07", "08", "09", "10")):
             text += (KERNELS / "persistent.cuh").read_text()
-        assert ("wgmma_m64n" in text) == r.uses_wgmma, r.id
+        assert ("wgmma_m64n" in text) == r.uses_wgmma, r.name
         if not r.needs_sm90a:
             assert "mma.sync" in (KERNELS / "mma_sync_tile.cuh").read_text()
 
@@ -54,7 +55,7 @@ def test_wgmma_rungs_use_wgmma_and_mma_sync_rungs_do_not():
 def test_bench_variants_follow_the_registry():
     names = [v.name for v in bench.BF16_BENCH.variants]
     assert names[0] == "cublas" and bench.BF16_BENCH.variant("cublas").role == "baseline"
-    assert names[1:] == [r.id for r in registry.RUNGS]
+    assert names[1:] == [r.name for r in registry.RUNGS]
     assert bench.BF16_BENCH.dry_run_supported is False
     assert bench.BF16_BENCH.headline_params == {"M": 8192, "N": 8192, "K": 8192}
     assert bench.BENCHES == [bench.BF16_BENCH]
@@ -92,11 +93,11 @@ def test_case_refuses_bad_shapes_before_touching_torch_or_cuda():
 
 
 def test_tolerance_scales_with_sqrt_k_and_catches_one_lost_k_slice():
-    t1, t2 = bench.tolerance_for_k(1024), bench.tolerance_for_k(4096)
+    t1, t2 = ladder.tolerance_for_k(1024, "bfloat16"), ladder.tolerance_for_k(4096, "bfloat16")
     assert t2.atol == pytest.approx(2 * t1.atol) and t1.rtol == t2.rtol == 2.0**-8
     for K in (512, 4096, 8192, 14336):
         # a lost 16-wide K slice moves an output by ~sqrt(16) = 4 (inputs ~ N(0,1)): must exceed the budget
-        assert bench.tolerance_for_k(K).atol < 4 / 4
+        assert ladder.tolerance_for_k(K, "bfloat16").atol < 4 / 4
 
 
 def test_device_reason_without_a_gpu_says_why():
@@ -114,7 +115,7 @@ def test_bench_and_registry_import_without_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_registry_cli_lists_ids_for_gpu_sh():
+def test_registry_cli_lists_rung_names_for_the_lab_stages():
     out = subprocess.run([sys.executable, "-m", "gpufolio_projects.gemm_ladder.bf16.registry", "wgmma_ids"],
                          check=True, capture_output=True, text=True).stdout.split()
-    assert out == [r.id for r in registry.RUNGS if r.uses_wgmma]
+    assert out == [r.name for r in registry.RUNGS if r.uses_wgmma]

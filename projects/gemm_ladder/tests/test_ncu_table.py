@@ -1,7 +1,7 @@
 """The ncu report -> evidence table converter, on a report shaped like `ncu --csv --log-file` writes."""
 from __future__ import annotations
 
-from gpufolio_projects.gemm_ladder import ncu_table
+from gpufolio_projects.gemm_ladder.lab import ncu_table
 
 REPORT = '''==PROF== Connected to process 1
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"

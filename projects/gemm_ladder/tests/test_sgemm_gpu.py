@@ -5,7 +5,9 @@ import os
 
 import pytest
 from gpufolio.api import Unsupported
-from gpufolio_projects.gemm_ladder.sgemm import bench, registry
+from gpufolio_projects.gemm_ladder import ladder
+from gpufolio_projects.gemm_ladder.lab import sgemm_sweep
+from gpufolio_projects.gemm_ladder.sgemm import registry
 
 pytestmark = pytest.mark.gpu
 
@@ -44,7 +46,7 @@ def _inputs(M, N, K, seed=0):
 
 def _assert_close(C, A, B):
     ref = A.double() @ B.double()
-    tol = bench.tolerance_for_k(A.shape[1])
+    tol = ladder.tolerance_for_k(A.shape[1], "float32")
     err = (C.double() - ref).abs()
     bound = tol.atol + tol.rtol * ref.abs()
     assert not C.isnan().any(), "unwritten outputs"
@@ -64,22 +66,24 @@ def test_rung_matches_fp64_or_refuses(ext, rung, shape):
         if not BINDING_REFUSALS_SAFE:
             pytest.skip(BINDING_REFUSALS_CRASH)  # Python refused it (what the bench relies on)
         with pytest.raises(RuntimeError, match="multiples of 4"):
-            registry.launch(ext, rung, A, B, C)
+            ladder.launch(ext, rung, A, B, C)
         assert C.isnan().all(), "a refused call must not launch"
         return
-    registry.launch(ext, rung, A, B, C)
+    ladder.launch(ext, rung, A, B, C)
     torch.cuda.synchronize()
     _assert_close(C, A, B)
 
 
 @pytest.mark.parametrize("shape", [(4000, 3000, 1000), (257, 132, 20)], ids=lambda s: "x".join(map(str, s)))
 def test_every_sweep_config_is_correct(ext, shape):
+    """The lab's tile sweep (its own extension): every config it times computes the right product."""
     import torch
 
+    sweep = sgemm_sweep.load()
     A, B, _ = _inputs(*shape, seed=1)
-    for i in range(ext.sweep_size()):
+    for i in range(sweep.sweep_size()):
         C = torch.full((shape[0], shape[1]), float("nan"), device="cuda")
-        registry.sweep(ext, i, A, B, C)
+        sgemm_sweep.sweep(sweep, i, A, B, C)
         torch.cuda.synchronize()
         _assert_close(C, A, B)
 
@@ -96,25 +100,26 @@ def test_bad_operands_are_refused(ext):
         pytest.skip(BINDING_REFUSALS_CRASH)
     A, B, C = _inputs(64, 64, 64)
     with pytest.raises(RuntimeError, match="compose"):
-        registry.launch(ext, registry.by_name("10_warptiling"), A, B[:32].contiguous(), C)
+        ladder.launch(ext, registry.by_name("10_warptiling"), A, B[:32].contiguous(), C)
     with pytest.raises(RuntimeError, match="contiguous"):
-        registry.launch(ext, registry.by_name("03_smem_tiling"), A.t(), B, C)
+        ladder.launch(ext, registry.by_name("03_smem_tiling"), A.t(), B, C)
     with pytest.raises(RuntimeError, match="float32"):
-        registry.launch(ext, registry.by_name("01_naive"), A.double(), B, C)
+        ladder.launch(ext, registry.by_name("01_naive"), A.double(), B, C)
     with pytest.raises(RuntimeError, match="16-byte aligned"):  # a view 4 bytes into its storage
-        registry.launch(ext, registry.by_name("06_vectorize"), A, B, torch.empty(64 * 64 + 1, device="cuda")[1:].view(64, 64))
-    assert ext.sweep_name(10**6) == ""
+        ladder.launch(ext, registry.by_name("06_vectorize"), A, B, torch.empty(64 * 64 + 1, device="cuda")[1:].view(64, 64))
+    assert sgemm_sweep.load().sweep_name(10**6) == ""
     torch.cuda.synchronize()
 
 
 REFUSAL_PROBE = """
 import torch
+from gpufolio_projects.gemm_ladder import ladder
 from gpufolio_projects.gemm_ladder.sgemm import registry
 ext = registry.load()
 A, B = torch.randn(64, 33, device="cuda"), torch.randn(33, 63, device="cuda")
 C = torch.full((64, 63), float("nan"), device="cuda")
 try:
-    registry.launch(ext, registry.by_name("06_vectorize"), A, B, C)
+    ladder.launch(ext, registry.by_name("06_vectorize"), A, B, C)
 except RuntimeError as e:
     print("refused:", e)
 print("untouched:", bool(C.isnan().all()))

@@ -20,7 +20,7 @@ def test_nvcc_compiles_for_sm90a_without_spills(name, tmp_path):
     rung = registry.by_name(name)
     out = subprocess.run(
         ["nvcc", "-c", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v",
-         str(PROJECT / rung.file), "-o", str(tmp_path / "rung.o")],
+         str(registry.HERE / rung.file), "-o", str(tmp_path / "rung.o")],
         capture_output=True, text=True, timeout=120,
     )
     assert out.returncode == 0, out.stderr

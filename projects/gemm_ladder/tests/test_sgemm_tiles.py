@@ -1,7 +1,7 @@
 """The thread -> tile mappings of the templated kernels cover every element exactly once (CPU, numpy).
 
 Mirrors the index formulas of double_buffer.cuh (TileConfig), warptile.cuh (WarpTileConfig) and cp_async.cuh
-for every config that a rung or the sweep instantiates (parsed from the sources), so a config whose strides
+for every config that a rung or the lab's tile sweep instantiates (parsed from the sources), so a config whose strides
 leave a gap or write an output twice fails here instead of on the GPU.
 """
 from __future__ import annotations
@@ -13,12 +13,13 @@ import pytest
 from gpufolio_projects.gemm_ladder.sgemm import registry
 
 SGEMM = registry.HERE
+SWEEP = SGEMM.parent / "lab" / "sgemm_sweep"
 CONFIG_RE = re.compile(r"\b(WarpTileConfig|TileConfig)<([\d, ]+)>(?:, (\d+)>)?")
 
 
 def _configs() -> list[tuple[str, tuple[int, ...], int | None]]:
     found = set()
-    for path in sorted(SGEMM.glob("*.cu")):
+    for path in sorted(SGEMM.glob("*.cu")) + sorted(SWEEP.glob("*.cu")):
         for kind, args, stages in CONFIG_RE.findall(path.read_text()):
             found.add((kind, tuple(int(a) for a in args.split(",")), int(stages) if stages else None))
     return sorted(found, key=lambda c: (c[0], c[1], c[2] or 0))

@@ -1,7 +1,7 @@
 // Sweep configs of the register-staged double-buffered kernel with rung 07's block-wide thread mapping
 // (rungs 08, 09). Kept small: each instantiation adds seconds to the cold build. (Left out after the first
 // compile: 128x128x32 and 64x128x16 spill at the 128-register cap of two/four blocks per SM.)
-#include "double_buffer.cuh"
+#include "../../sgemm/double_buffer.cuh"
 #include "sweep.cuh"
 
 namespace {

@@ -1,7 +1,7 @@
-"""One GEMM call inside an NVTX range named "profile", for ncu (gpu.sh) and compute-sanitizer.
+"""One GEMM call inside an NVTX range named "profile", for ncu (a lab stage) and compute-sanitizer.
 
-    python -m gpufolio_projects.gemm_ladder.bf16.profile 09_tma_store_epilogue 8192 8192 8192
-    python -m gpufolio_projects.gemm_ladder.bf16.profile 01_mma_sync_ldmatrix,07_grouped_raster,cublas 8192 8192 8192
+    python -m gpufolio_projects.gemm_ladder.lab.bf16_profile 09_tma_store_epilogue 8192 8192 8192
+    python -m gpufolio_projects.gemm_ladder.lab.bf16_profile 01_mma_sync_ldmatrix,07_grouped_raster,cublas 8192 8192 8192
 
 Several comma-separated variants run in one process (one ncu session, one extension load), each call in its
 own "profile" range and in the order given, which stdout lists: `ncu -c <count>` then sees one kernel each.
@@ -19,7 +19,8 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from . import bench, ops
+    from .. import ladder
+    from ..bf16 import bench, ops
 
     p = argparse.ArgumentParser()
     p.add_argument("variants", help="one variant, or several comma-separated")
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"profiled {variant} {a.M}x{a.N}x{a.K}", flush=True)
         if a.check:
             ref = bench._reference({"A": A, "B": B})
-            tol = bench.tolerance_for_k(a.K)
+            tol = ladder.tolerance_for_k(a.K, "bfloat16")
             ratio = ((C.float() - ref).abs() / (tol.atol + tol.rtol * ref.abs())).nan_to_num(float("inf"))
             worst = ratio.max().item()
             worst_all = max(worst_all, worst)

@@ -1,6 +1,6 @@
-// Probe sweep (not a rung): variants of the persistent kernel, timed by ../probe.py in gpu.sh to decide what
+// Probe sweep (not a rung): variants of the persistent kernel, timed by ../bf16_probe.py (a lab stage) to decide what
 // the next rung should be. Split over two files so ninja compiles them in parallel.
-#include "persistent.cuh"
+#include "../../bf16/kernels/persistent.cuh"
 
 namespace {
 using namespace bf16ladder::persistent;

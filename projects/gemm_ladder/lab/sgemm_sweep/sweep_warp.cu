@@ -1,9 +1,9 @@
 // Sweep configs of the register-staged double-buffered kernel with warp tiling (rung 10): warp-tile shape,
 // K-tile, and 8x8 vs 8x16 per lane (the 128-thread 8x16 configs have the shape of cuBLAS's own FFMA kernels:
 // four 64x64 warp tiles, 128 accumulators per thread, two blocks per SM).
-#include "double_buffer.cuh"
+#include "../../sgemm/double_buffer.cuh"
 #include "sweep.cuh"
-#include "warptile.cuh"
+#include "../../sgemm/warptile.cuh"
 
 namespace {
 using sgemm::WarpTileConfig;

@@ -1,6 +1,6 @@
 """Turn an `ncu --csv --log-file` report into the evidence table the ladder writeups link to.
 
-    python -m gpufolio_projects.gemm_ladder.ncu_table evidence/sgemm_ncu.csv --order evidence/sgemm_ncu_order.txt \
+    python -m gpufolio_projects.gemm_ladder.lab.ncu_table evidence/sgemm_ncu.csv --order evidence/sgemm_ncu_order.txt \
         --metric "Compute (SM) Throughput" --metric "Achieved Occupancy" > evidence/sgemm_ncu.md
 
 The profiling scripts (sgemm/profile_rungs.py, bf16/profile.py) launch one kernel per variant, in the order

@@ -1,5 +1,5 @@
 // Sweep configs of the cp.async multistage kernel (rung 11): stages, K-tile and block tile.
-#include "cp_async.cuh"
+#include "../../sgemm/cp_async.cuh"
 #include "sweep.cuh"
 
 namespace {
