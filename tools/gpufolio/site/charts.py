@@ -1,7 +1,10 @@
 """PNG charts (matplotlib, Agg: no display, no fonts fetched): bars at the headline config, lines across
 sizes, a roofline against the run's measured ceilings and the datasheet, bandwidth bars, progress over runs.
 
-Each function takes frame rows already chosen by the caller (one run, one GPU) and a path to write.
+Each function takes frame rows already chosen by the caller (one run, one GPU) and a path to write. Every PNG is
+drawn at twice its display resolution (the pages mark it ``2x``, so it is sharp on high-density screens); a
+legend sits below its axes, never cut at the image edge, and holds at most ``MAX_LEGEND`` entries (the rest of
+the lines are drawn in grey under one entry).
 """
 from __future__ import annotations
 
@@ -27,7 +30,11 @@ LOSER = "#e53935"
 PALETTE = ["#3949ab", "#00897b", "#f4511e", "#8e24aa", "#c0ca33", "#6d4c41", "#1e88e5", "#d81b60", "#43a047",
            "#fb8c00", "#5e35b1", "#00acc1"]
 
-plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 110, "font.size": 9, "axes.spines.top": False,
+DISPLAY_DPI = 110  # the size a chart is shown at; savefig draws twice as many pixels (srcset 2x on the page)
+MAX_LEGEND = 8
+OTHERS = "#bdbdbd"
+
+plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 2 * DISPLAY_DPI, "font.size": 9, "axes.spines.top": False,
                      "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "gpufolio"})
 
 
@@ -49,6 +56,33 @@ def _title_lines(fig) -> int:
 def _wrap(title: str, width: int = 88) -> str:
     """Titles carry params and GPU names of any length: wrap rather than run off the figure."""
     return textwrap.fill(title, width)
+
+
+def _legend_rows(labels: list[str], ncol: int = 2, width: int = 48) -> int:
+    """Text lines a legend below the axes takes (labels wrapped at ``width`` characters, ``ncol`` per row)."""
+    heights = [str(t).count("\n") + 1 for t in labels]
+    return sum(max(heights[i:i + ncol]) for i in range(0, len(heights), ncol))
+
+
+def _legend_below(fig, ax, ncol: int = 2) -> None:
+    """The axes' legend at the foot of the figure, under the x label: the caller reserves its height
+    (``_legend_height``) in the figure size and the bottom margin, so it is never cut at the edge."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    assert len(handles) <= MAX_LEGEND, f"{len(handles)} legend entries (at most {MAX_LEGEND})"
+    fig.legend(handles, labels, fontsize=7, frameon=False, ncol=ncol, loc="lower left",
+               bbox_to_anchor=(0.01, 0.01), borderaxespad=0.2)
+
+
+def _legend_height(labels: list[str], ncol: int = 2) -> float:
+    return 0.16 * _legend_rows(labels, ncol) + 0.15 if labels else 0.0
+
+
+def _keep_for_legend(groups: list[tuple[str, pd.DataFrame]], room: int, higher: bool) -> set[str]:
+    """The ``room`` candidate variants with the best value anywhere in the chart (the others go grey)."""
+    best = {v: (g.value.max() if higher else -g.value.min()) for v, g in groups}
+    return set(sorted(best, key=best.get, reverse=True)[:room])
 
 
 def slim(rows: pd.DataFrame, x: str | None = None) -> pd.DataFrame:
@@ -105,29 +139,55 @@ def headline_bars(path: Path, rows: pd.DataFrame, base_name: str | None, title: 
 
 
 def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
-    """The headline metric against one param, a line per variant (baselines dashed)."""
+    """The headline metric against one param, a line per variant (baselines dashed). At most MAX_LEGEND legend
+    entries: the best candidates keep a colour, the rest are grey under one entry. One x value is no line: the
+    variants are drawn as bars at it."""
     rows = rows[(rows.status == "ok") & rows.is_headline_metric.astype(bool)].copy()
-    fig, ax = plt.subplots(figsize=(8.5, 4))  # room on the right for long variant labels in the legend
+    if rows.x.nunique() < 2:
+        return headline_bars(path, rows, None, title)
+    higher = bool(rows.iloc[0].higher_is_better)
+    groups = sorted(rows.groupby("variant"), key=lambda t: t[0])
+    bases = [v for v, g in groups if g.iloc[0].role == "baseline"]
+    cands = [(v, g) for v, g in groups if g.iloc[0].role != "baseline"]
+    room = MAX_LEGEND - len(bases)
+    keep = {v for v, _ in cands} if len(cands) <= room else _keep_for_legend(cands, room - 1, higher)
+    n_other = len(cands) - len([v for v, _ in cands if v in keep])
+    labels = [_wrap(g.iloc[0].label, 48) for v, g in groups if v in keep or v in bases]
+    labels += [f"other variants ({n_other})"] if n_other else []
+    legend_h = _legend_height(labels)
+    fig, ax = plt.subplots(figsize=(7.5, 3.4 + legend_h))
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rows.x)
-    for i, (_, g) in enumerate(sorted(rows.groupby("variant"), key=lambda t: t[0])):
+    colour = iter(PALETTE)
+    other_labelled = False
+    for v, g in groups:
         g = g.sort_values("x")
-        base = g.iloc[0].role == "baseline"
-        ax.plot(g.x if numeric else g.x.astype(str), g.value, marker="o", ms=4, label=g.iloc[0].label,
-                color=BASELINE if base and i == 0 else PALETTE[i % len(PALETTE)], ls="--" if base else "-")
+        xs = g.x if numeric else g.x.astype(str)
+        if v in bases:
+            ax.plot(xs, g.value, marker="s", ms=4, ls="--", color=BASELINE if v == bases[0] else "#616161",
+                    label=_wrap(g.iloc[0].label, 48), zorder=3)
+        elif v in keep:
+            ax.plot(xs, g.value, marker="o", ms=4, color=next(colour), label=_wrap(g.iloc[0].label, 48), zorder=2)
+        else:
+            ax.plot(xs, g.value, lw=0.8, color=OTHERS, zorder=1,
+                    label=None if other_labelled else f"other variants ({n_other})")
+            other_labelled = True
     if numeric and rows.x.max() / max(rows.x.min(), 1e-9) >= 8:
         ax.set_xscale("log", base=2)
-    if bool(rows.iloc[0].higher_is_better):
+    if higher:
         ax.set_ylim(bottom=0)  # a throughput axis that starts at zero does not inflate differences
     ax.set_xlabel(x)
     ax.set_ylabel(rows.iloc[0].metric_unit)
-    ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, path, right=0.66, bottom=0.13)
+    ax.set_title(_wrap(title, 88), fontsize=9, loc="left")
+    _legend_below(fig, ax)
+    return _save(fig, path, right=0.97, bottom=(0.55 + legend_h) / fig.get_figheight())
 
 
 def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: str) -> Path:
-    """``points``: label, ai (FLOP/byte), tflops, role. Roofs: measured (solid) and datasheet (dotted)."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    """``points``: label ("bench: variant"), ai (FLOP/byte), tflops, role. Roofs: measured (solid) and datasheet
+    (dotted). One colour per bench (candidates round, baselines square, the best candidate named beside it), so
+    the legend lists roofs and benches, not every point."""
+    points = points.assign(bench=points.label.str.split(": ", n=1).str[0],
+                           variant=points.label.str.split(": ", n=1).str[-1])
     ai_min = min(points.ai.min() / 4, 1.0)
     ai_max = max(points.ai.max() * 4, 1000.0)
     xs = [ai_min * (ai_max / ai_min) ** (i / 200) for i in range(201)]
@@ -142,19 +202,34 @@ def roofline(path: Path, points: pd.DataFrame, ceilings: dict, gpu: str, title: 
                       f"{DATASHEET['hbm_gbps'] / 1000:.1f} TB/s", DATASHEET["bf16_tflops"], DATASHEET["hbm_gbps"], ":"))
         roofs.append((f"{DATASHEET['source']}: fp32 {DATASHEET['fp32_tflops']:.0f} TFLOP/s",
                       DATASHEET["fp32_tflops"], DATASHEET["hbm_gbps"], ":"))
+    benches = sorted(points.bench.unique())
+    room = MAX_LEGEND - len(roofs) - int((points.role == "baseline").any())
+    named = benches if len(benches) <= room else benches[:room - 1]
+    labels = [r[0] for r in roofs] + named + (["other benches"] if len(named) < len(benches) else []) + ["baselines"]
+    legend_h = _legend_height(labels)
+    fig, ax = plt.subplots(figsize=(7.5, 3.8 + legend_h))
     for i, (name, peak, gbps, ls) in enumerate(roofs):
         ax.plot(xs, [min(peak, a * gbps / 1000) for a in xs], ls=ls, color="#616161" if ls == ":" else "#212121",
                 lw=1, label=name, alpha=0.9 - 0.15 * i)
-    for i, r in enumerate(points.itertuples()):
-        ax.scatter(r.ai, r.tflops, s=28, zorder=3, color=BASELINE if r.role == "baseline" else PALETTE[i % len(PALETTE)],
-                   marker="s" if r.role == "baseline" else "o", label=r.label)
+    for i, bench in enumerate(benches):
+        g = points[points.bench == bench]
+        colour = PALETTE[i % len(PALETTE)] if bench in named else OTHERS
+        cand, base = g[g.role != "baseline"], g[g.role == "baseline"]
+        label = bench if bench in named else ("other benches" if bench == benches[len(named)] else None)
+        ax.scatter(cand.ai, cand.tflops, s=26, zorder=3, color=colour, marker="o", label=label)
+        ax.scatter(base.ai, base.tflops, s=30, zorder=3, color=BASELINE, marker="s", edgecolors=colour,
+                   label="baselines" if i == 0 and len(base) else None)
+        if len(cand):
+            top = cand.loc[cand.tflops.idxmax()]
+            ax.annotate(textwrap.shorten(str(top.variant), 32), (top.ai, top.tflops), textcoords="offset points",
+                        xytext=(-7, -3), ha="right", fontsize=6, color="#212121")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum traffic)")
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title(_wrap(title), fontsize=9, loc="left")
-    ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, path, right=0.62, bottom=0.13)
+    _legend_below(fig, ax)
+    return _save(fig, path, right=0.97, bottom=(0.55 + legend_h) / fig.get_figheight())
 
 
 def bandwidth_bars(path: Path, rows: pd.DataFrame, copy_gbps: float | None, gpu: str, title: str) -> Path:
@@ -184,8 +259,10 @@ def bandwidth_bars(path: Path, rows: pd.DataFrame, copy_gbps: float | None, gpu:
 def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
     """``series``: created_at, value, line (e.g. "best candidate, NVIDIA H200"), short sha. One line per GPU
     model and role, so numbers from different GPUs are never joined by a line."""
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    for i, (line, g) in enumerate(sorted(series.groupby("line"), key=lambda t: t[0])):
+    lines = sorted(series.groupby("line"), key=lambda t: t[0])[:MAX_LEGEND]  # roles x GPU models: a few
+    legend_h = _legend_height([name for name, _ in lines])
+    fig, ax = plt.subplots(figsize=(7.5, 3.2 + legend_h))
+    for i, (line, g) in enumerate(lines):
         g = g.sort_values("created_at")
         t = pd.to_datetime(g.created_at, utc=True)
         ax.plot(t, g.value, marker="o", ms=4, label=line, color=PALETTE[i % len(PALETTE)],
@@ -193,8 +270,8 @@ def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
         for tx, v, sha in zip(t, g.value, g.sha):
             ax.annotate(sha, (tx, v), textcoords="offset points", xytext=(0, 5), fontsize=6, ha="center")
     ax.set_ylabel(unit)
-    ax.set_title(_wrap(title, 70), fontsize=9, loc="left")
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(_wrap(title, 88), fontsize=9, loc="left")
+    _legend_below(fig, ax)
     # minticks below the default 5: a few hours of runs has too few hour ticks, and at minute steps too many for
     # maxticks, so the locator found no interval at all (and warned) for every same-day history.
     locator = mdates.AutoDateLocator(minticks=3, maxticks=7)
@@ -205,4 +282,4 @@ def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
     if times.max() - times.min() < pd.Timedelta(minutes=1):
         # One run (or runs seconds apart): a zero-width date range leaves the date locator nothing to divide.
         ax.set_xlim(times.min() - pd.Timedelta(hours=1), times.max() + pd.Timedelta(hours=1))
-    return _save(fig, path, right=0.7, bottom=0.13)
+    return _save(fig, path, right=0.97, bottom=(0.55 + legend_h) / fig.get_figheight())

@@ -33,7 +33,7 @@ PROCESS_WORDS: list[tuple[str, str]] = [
     (r"\b(?:one )?GPU (?:is|was) lent\b|\blent GPU\b|\bdevice (?:time|budget|calls?)\b",
      "say what the measurement needed (e.g. one H200 for N minutes)"),
     (r"\bhelpers?\b(?! (?:function|module|kernel|script|class|method))", "say who or what did it"),
-    (r"\bthe lead\b|\bthe brief\b", "say what was decided and why"),
+    (r"\bthe lead(?:'s| engineer| asked| said| decided| wants)\b|\bthe brief\b", "say what was decided and why"),
     (r"(?<![\w.~-])/tmp/\S*", "a scratch path: use a path inside the repository or a placeholder like OUT_DIR"),
 ]
 _PROCESS = [(re.compile(p, re.I), hint) for p, hint in PROCESS_WORDS]

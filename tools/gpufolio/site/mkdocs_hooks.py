@@ -6,11 +6,12 @@ configuration (``gpufolio.yml``, else the git remote) into ``<docs_dir>/.site.ym
 published address, the author. Without a render there is no nav file, and the build fails here with the command
 to run instead of MkDocs inventing an alphabetical nav.
 
-Every page's HTML is then checked for Markdown that did not render and for internal process words
+Chart images are marked as drawn at twice their display size. Every page's HTML is then checked for Markdown that did not render and for internal process words
 (``gpufolio.site.lint``); in strict mode each finding fails the build, naming the page.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -22,6 +23,9 @@ from gpufolio.site.about import SITE_FILE
 
 log = get_plugin_logger("gpufolio")
 NAV_FILE = ".nav.yml"
+# Charts are drawn at twice their display size (gpufolio.site.charts): srcset "2x" shows them at half their
+# pixel width, sharp on high-density screens and the intended size on others.
+CHART_IMG = re.compile(r'<img(?![^>]*srcset)([^>]*?)src="([^"]*generated/charts/[^"]+\.png)"')
 
 
 @event_priority(100)  # before the blog and feed plugins read repo_url and site_url
@@ -47,6 +51,7 @@ def on_config(config, **kwargs):
 
 def on_page_content(html, page, **kwargs):
     where = page.file.src_uri
+    html = CHART_IMG.sub(lambda m: f'<img{m.group(1)}src="{m.group(2)}" srcset="{m.group(2)} 2x"', html)
     for problem in lint.unrendered_markdown(html):
         log.warning(f"{where}: {problem}")
     for problem in lint.process_words(lint.page_text(html)):

@@ -90,7 +90,7 @@ def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
         ok = R.counted(run[run.is_headline_metric.astype(bool)])
         if x and ok.params.map(lambda p, x=x: p.get(x)).nunique() > 1:
             series = ctx.one_series(ok, x, meta.get("headline_params") or {})
-            if not series.empty:
+            if series.params.map(lambda p, x=x: R.norm_value(p.get(x))).nunique() > 1:  # one x is no line
                 rel = ctx.plot(f"{project}-{bench}-by-{x}.png", charts.variant_lines, charts.slim(series, x), x,
                                f"{bench}: {series.iloc[0].metric_unit} against {x}")
                 out += [f"![{bench}: each variant's {series.iloc[0].metric_unit} against {x}]({R.rel_link(page, rel)})", ""]

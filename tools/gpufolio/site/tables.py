@@ -166,7 +166,10 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
             cells.append(cell)
         body.append(cells)
     constant = {k: v for k, v in params_of[configs[0]].items() if k not in vary}
-    caption = (f"*{first['metric_unit']}, {'higher' if first['higher_is_better'] else 'lower'} is better; "
+    # the bench's declared metric, not the first row's (a skipped first row has no unit)
+    unit = meta.get("unit") or next((r["metric_unit"] for r in recs if r["metric_unit"]), "")
+    higher = meta.get("higher_is_better", next((r["higher_is_better"] for r in recs if r["metric_unit"]), True))
+    caption = (f"*{unit}, {'higher' if higher else 'lower'} is better; "
                f"ratio to {base_name} in the same run.* {gpu or first['gpu_name']}, "
                f"{run_link(first, page, 'run ' + first['run_id'])}"
                + (f", {R.md_escape(R.params_text(constant))}" if constant else "")

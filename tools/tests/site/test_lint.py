@@ -35,7 +35,7 @@ PROCESS_WORDS = [
     "OUTDIR=/tmp/out bash gpu.sh",
 ]
 # Ordinary words that look close and must pass.
-FINE = ["the `tests` nox session runs pytest", "a helper function", "rounding of a K-term sum",
+FINE = ["the `tests` nox session runs pytest", "the lead over the baseline grows", "a helper function", "rounding of a K-term sum",
         "round-trip", "the surrounding code", "projects/x/evidence/out.txt", "OUT_DIR=evidence bash gpu.sh"]
 
 
