@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     from .app import build_app
 
     try:
+        tokenizer = _tokenizer(args)
+    except (OSError, ValueError) as e:
+        print(f"error: --tokenizer {args.tokenizer or args.model}: {e}".splitlines()[0], file=sys.stderr)
+        return 2
+    try:
         engine = LLM(args.model, device=args.device, dtype=args.dtype, max_model_len=args.max_model_len,
                      cuda_graphs=args.device.startswith("cuda"),
                      cache=CacheConfig(num_blocks=args.num_blocks, gpu_memory_utilization=args.gpu_memory_utilization),
@@ -63,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     name = args.served_model_name or os.path.basename(os.path.normpath(args.model))
-    app = build_app(engine, name, _tokenizer(args), args.max_in_flight)
+    app = build_app(engine, name, tokenizer, args.max_in_flight)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 

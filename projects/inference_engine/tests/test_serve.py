@@ -261,3 +261,22 @@ def test_http_online_replays_a_bench_workload_through_the_server(hf_checkpoint, 
     assert [s["token_ids"] for s in stats] == [reference(p)[:n] for p, n in zip(prompts, lens)]
     assert all(s["ttft"] > 0 and s["tpot"] >= 0 for s in stats)
     assert not eng.has_unfinished() and eng.block_manager.num_free_blocks == 64
+
+
+def test_the_command_line(hf_checkpoint, tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from gpufolio_projects.inference_engine.serve.__main__ import main
+
+    out = subprocess.run([sys.executable, "-m", "gpufolio_projects.inference_engine.serve", "--help"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "--model" in out.stdout
+    assert main(["--model", str(tmp_path)]) == 2
+    assert "no config.json" in capsys.readouterr().err
+    # a pool smaller than one max_model_len sequence is refused before the weights load
+    assert main(["--model", hf_checkpoint[0], "--device", "cpu", "--max-model-len", "128", "--num-blocks", "2"]) == 2
+    assert "num_blocks=2" in capsys.readouterr().err
+    assert main(["--model", hf_checkpoint[0], "--device", "cpu", "--dtype", "float32", "--num-blocks", "512",
+                 "--tokenizer", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.startswith("error: --tokenizer")
