@@ -100,7 +100,7 @@ def draft_change(title: str, project: str, before: str, after: str, root: Path |
     a = [r for r in runs[a_id] if r["project"] == project]
     b = [r for r in runs[b_id] if r["project"] == project]
     cmp = C.compare(a, b)
-    benches = sorted({r["bench"] for r in a + b if r["status"] == "ok"})
+    ok_benches = [sorted({r["bench"] for r in recs if r["status"] == "ok"}) for recs in (a, b)]  # what resolves
     text = "\n".join([
         "---", f"date: {day.isoformat()}", "categories:", f"  - {project}", "runs:", f"  {project}: {b_id}",
         "draft: true", "---", "",
@@ -112,8 +112,8 @@ def draft_change(title: str, project: str, before: str, after: str, root: Path |
         f"From `python -m gpufolio compare {a_id} {b_id} --project {project}`; "
         + C.RULE.format(pct=cmp.threshold * 100) + ".", "",
         *comparison_table(cmp),
-        "## After", "", *_bench_markers(project, benches, b_id, pin=False),
-        "## Before", "", *_bench_markers(project, benches, a_id, pin=True),
+        "## After", "", *_bench_markers(project, ok_benches[1], b_id, pin=False),
+        "## Before", "", *_bench_markers(project, ok_benches[0], a_id, pin=True),
         "## What the profile says", "", "## What is next", "",
     ])
     return root / "worklog" / f"{day.isoformat()}-{slugify(title)}.md", text

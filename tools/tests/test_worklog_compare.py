@@ -12,7 +12,8 @@ def _store(root):
     results.mkdir(parents=True)
     runs = {RA: [rec(RA, ms=1.0, created="2026-12-01T10:00:00+00:00"),
                  rec(RA, "eager", 2.0, created="2026-12-01T10:00:00+00:00"),
-                 rec(RA, ms=1.0, T=2048, created="2026-12-01T10:00:00+00:00")],
+                 rec(RA, ms=1.0, T=2048, created="2026-12-01T10:00:00+00:00"),
+                 rec(RA, bench="swiglu", created="2026-12-01T10:00:00+00:00")],
             RB: [rec(RB, ms=0.8, sha="b" * 40, created="2026-12-02T10:00:00+00:00"),
                  rec(RB, "eager", 2.0, sha="b" * 40, created="2026-12-02T10:00:00+00:00")]}
     for run_id, recs in runs.items():
@@ -31,6 +32,7 @@ def test_entry_pins_both_runs_and_holds_the_comparison(tmp_path):
     assert head.rstrip().endswith("(One paragraph: it is the excerpt.)")
     assert f"<!-- results-table: project=fused_kernels bench=rmsnorm run={RA} -->" in rest  # before: named
     assert "<!-- results-table: project=fused_kernels bench=rmsnorm -->" in rest  # after: the front matter's
+    assert f"bench=swiglu run={RA} -->" in rest and "bench=swiglu -->" not in rest  # only where the run has it
     row = next(line for line in rest.splitlines() if line.startswith("| `rmsnorm` | fused | T=1024"))
     assert "| 1.250 |" in row and row.endswith("| faster |")
     assert "Only before: `rmsnorm` fused T=2048 (ok)" in rest
