@@ -72,7 +72,12 @@ class RenderCtx:
         return len(todo)
 
     def marker_ctx(self, page: str) -> M.Context:
-        return M.Context(self.df, page, self.site, chart=self._marker_chart, errors=self.marker_errors)
+        ctx = M.Context(self.df, page, self.site, chart=self._marker_chart, errors=self.marker_errors)
+        # one split of the store for every page of a render (a one-slot cache: a render reads one frame)
+        if _SPLIT[0] is None or _SPLIT[0].df is not self.df:
+            _SPLIT[0] = M.Split(self.df)
+        ctx._split = _SPLIT[0]
+        return ctx
 
     def _marker_chart(self, marker: M.Marker, run: pd.DataFrame, x: str | None) -> str:
         meta = run.iloc[0].record.get("bench_meta") or {}
@@ -103,6 +108,7 @@ class RenderCtx:
         return keep
 
 
+_SPLIT: list[M.Split | None] = [None]
 _CHART_CODE = hashlib.sha256(inspect.getsource(charts).encode()).digest()
 
 

@@ -69,6 +69,42 @@ class Marker:
         return MarkerError(f"{self.where}: {msg}")
 
 
+class Split:
+    """The frame split once by project and by (project, bench): every marker filters these small frames instead
+    of the whole store (hundreds of markers against thousands of rows were most of a build)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        self._projects = {k: g for k, g in df.groupby("project", sort=False)} if len(df) else {}
+        self._benches: dict[tuple[str, str], pd.DataFrame] = {}
+        self._meta: dict[tuple[str, str], dict] = {}
+        self._gpu: dict[tuple[str, str], str | None] = {}
+
+    def project(self, project: str) -> pd.DataFrame:
+        return self._projects.get(project, self.df.iloc[0:0])
+
+    def bench(self, project: str, bench: str) -> pd.DataFrame:
+        key = (project, bench)
+        if key not in self._benches:
+            rows = self.project(project)
+            self._benches[key] = rows[rows.bench == bench]
+        return self._benches[key]
+
+    def run_gpu(self, project: str, run_id: str) -> str | None:
+        """The GPU model a run is read on (``records.run_gpu``)."""
+        key = (project, run_id)
+        if key not in self._gpu:
+            rows = self.project(project)
+            self._gpu[key] = R.run_gpu(rows[rows.run_id == run_id])
+        return self._gpu[key]
+
+    def meta(self, project: str, bench: str) -> dict:
+        key = (project, bench)
+        if key not in self._meta:
+            self._meta[key] = R.bench_meta(self.bench(project, bench), project, bench)
+        return self._meta[key]
+
+
 @dataclass
 class Context:
     """What a resolver needs: the prepared frame, the page being written (for relative links), and a chart
@@ -83,6 +119,13 @@ class Context:
     errors: list[str] | None = None
     # A dated document's markers must name their runs. None: dated when the front matter has ``date:``.
     dated: bool | None = None
+    _split: Split | None = field(default=None, repr=False)
+
+    @property
+    def split(self) -> Split:
+        if self._split is None or self._split.df is not self.df:
+            self._split = Split(self.df)
+        return self._split
 
 
 def front_matter(text: str, file: str) -> dict:
@@ -108,12 +151,12 @@ def front_runs(meta: dict, file: str) -> dict[str, list[str]]:
     return out
 
 
-def _front_pin(marker: Marker, named: list[str] | None, df: pd.DataFrame) -> str | None:
+def _front_pin(marker: Marker, named: list[str] | None, st: Split) -> str | None:
     """The run of the front matter's list that holds the marker's bench (a single run is taken as it is)."""
     if not named or len(named) == 1:
         return named[0] if named else None
     a = marker.args
-    have = set(df[(df.project == a["project"]) & (df.bench == a["bench"])].run_id)
+    have = set(st.bench(a["project"], a["bench"]).run_id)
     hits = [r for r in named if r in have]
     if len(hits) != 1:
         raise marker.fail(f"{'none' if not hits else len(hits)} of the runs the front matter names for "
@@ -192,12 +235,12 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
     floating: dict[tuple[str, str], list[Marker]] = {}
     for marker, *_ in found:
         try:
-            _check_names(marker, ctx.df)
+            _check_names(marker, ctx.split)
         except MarkerError as e:
             failed[id(marker)] = _fail(e, ctx)
             continue
         try:
-            marker.pin = marker.args.get("run") or _front_pin(marker, runs.get(marker.args["project"]), ctx.df)
+            marker.pin = marker.args.get("run") or _front_pin(marker, runs.get(marker.args["project"]), ctx.split)
         except MarkerError as e:
             failed[id(marker)] = _fail(e, ctx)
             continue
@@ -209,7 +252,7 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
             floating.setdefault((marker.section, marker.args["project"]), []).append(marker)
     for group in floating.values():
         try:
-            run = choose_run(group, ctx.df)
+            run = choose_run(group, ctx.split)
         except MarkerError as e:
             for m in group:
                 failed[id(m)] = _fail(e, ctx) if m is group[0] else "**unresolved marker**"
@@ -255,14 +298,14 @@ def resolve_file(path: Path, ctx: Context, display: str | None = None) -> str:
 
 # ---- checking names against the store ---------------------------------------------------------------------
 
-def _bench_rows(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
+def _bench_rows(marker: Marker, st: Split) -> pd.DataFrame:
     project, bench = marker.args["project"], marker.args["bench"]
     if project not in R.projects():
         raise marker.fail(f"unknown project {project!r}; projects are {', '.join(R.projects())}")
-    prow = df[df.project == project]
+    prow = st.project(project)
     if prow.empty:
         raise marker.fail(f"project {project!r} has no records yet")
-    rows = prow[prow.bench == bench]
+    rows = st.bench(project, bench)
     if rows.empty:
         raise marker.fail(f"unknown bench {bench!r} in {project}; benches are {', '.join(sorted(prow.bench.unique()))}")
     if marker.pin is not None and marker.pin not in set(rows.run_id):
@@ -271,11 +314,11 @@ def _bench_rows(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def _check_names(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
+def _check_names(marker: Marker, st: Split) -> pd.DataFrame:
     """The bench's rows, after checking every name the marker gives (project, bench, variant, metric)."""
     a = marker.args
     pin, marker.pin = marker.pin, a.get("run")
-    rows = _bench_rows(marker, df)
+    rows = _bench_rows(marker, st)
     marker.pin = pin
     if marker.kind != "result":
         return rows
@@ -299,42 +342,43 @@ def _filt(marker: Marker) -> str:
     return " ".join(f"{k}={v}" for k, v in marker.filters.items()) or "(no filters)"
 
 
-def _matching(marker: Marker, df: pd.DataFrame) -> pd.DataFrame:
-    """Every row the marker could read, in any run: its bench, params filters, and variant/metric for a result."""
+def _matching(marker: Marker, rows: Split | pd.DataFrame) -> pd.DataFrame:
+    """Every row of ``rows`` (the marker's bench by default) that the marker could read: its params filters, and
+    variant/metric for a result."""
     a = marker.args
-    rows = df[(df.project == a["project"]) & (df.bench == a["bench"])]
+    rows = rows.bench(a["project"], a["bench"]) if isinstance(rows, Split) else rows
     if marker.kind == "result":
         rows = rows[(rows.variant == a["variant"]) & (rows.metric_name == a["metric"])]
     return rows[[R.params_match(p, marker.filters) for p in rows.params]]
 
 
-def _has_baseline(marker: Marker, df: pd.DataFrame, run: pd.DataFrame, gpu: str) -> bool:
+def _has_baseline(marker: Marker, st: Split, run: pd.DataFrame, gpu: str) -> bool:
     """Whether ``run`` (counted rows of one run) holds the baseline the marker's candidate is read against."""
-    base_name = R.bench_meta(df, marker.args["project"], marker.args["bench"]).get("headline_baseline")
+    base_name = st.meta(marker.args["project"], marker.args["bench"]).get("headline_baseline")
     if not base_name or marker.args.get("variant") == base_name:
         return True
-    bench = R.counted(df[(df.project == marker.args["project"]) & (df.bench == marker.args["bench"])
-                         & (df.run_id == run.iloc[0].run_id) & (df.variant == base_name)], gpu)
+    rows = st.bench(marker.args["project"], marker.args["bench"])
+    bench = R.counted(rows[(rows.run_id == run.iloc[0].run_id) & (rows.variant == base_name)], gpu)
     if marker.kind != "result":
         return not bench[[R.params_match(p, marker.filters) for p in bench.params]].empty
     return bool(set(run.params_key) & set(bench[bench.metric_name == marker.args["metric"]].params_key))
 
 
-def choose_run(markers: list[Marker], df: pd.DataFrame) -> str:
+def choose_run(markers: list[Marker], st: Split) -> str:
     """The one run every floating marker of a section (all of one project) reads: the newest in which each of
     them has a counted record and each quoted candidate its baseline; else the newest in which each resolves."""
     gpu = R.portfolio_gpu()
-    matches = [R.counted(_matching(m, df), gpu) for m in markers]
+    matches = [R.counted(_matching(m, st), gpu) for m in markers]
     for m, rows in zip(markers, matches):
         if rows.empty:
             raise m.fail(f"no counted record of {_what(m)} at {_filt(m)} on {gpu}")
-    project = df[df.project == markers[0].args["project"]]
+    project = st.project(markers[0].args["project"])
     order = project.drop_duplicates("run_id").sort_values("created_at", ascending=False).run_id
     fits = []
     for run_id in order:
         runs = [rows[rows.run_id == run_id] for rows in matches]
         if all(len(r) for r in runs):
-            if all(_has_baseline(m, df, r, gpu) for m, r in zip(markers, runs)):
+            if all(_has_baseline(m, st, r, gpu) for m, r in zip(markers, runs)):
                 return run_id
             fits.append(run_id)
     if fits:
@@ -345,16 +389,16 @@ def choose_run(markers: list[Marker], df: pd.DataFrame) -> str:
                  "(a paragraph never mixes runs): pin run= on the ones that quote another run, or move them")
 
 
-def _pinned_rows(marker: Marker, df: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+def _pinned_rows(marker: Marker, st: Split) -> tuple[pd.DataFrame, str | None]:
     """(every matching row of the marker's run, the GPU model that run is read on)."""
-    run_all = df[(df.project == marker.args["project"]) & (df.run_id == marker.pin)]
-    rows = _matching(marker, df)
-    return rows[rows.run_id == marker.pin], R.run_gpu(run_all)
+    rows = st.bench(marker.args["project"], marker.args["bench"])
+    rows = _matching(marker, rows[rows.run_id == marker.pin])
+    return rows, st.run_gpu(marker.args["project"], marker.pin)
 
 
-def _counted_in_run(marker: Marker, df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+def _counted_in_run(marker: Marker, st: Split) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """(all matching rows of the run, the counted ones, the run's GPU); fails when nothing counts."""
-    rows, gpu = _pinned_rows(marker, df)
+    rows, gpu = _pinned_rows(marker, st)
     good = R.counted(rows, gpu) if gpu else rows.iloc[0:0]
     if good.empty:
         ok = rows[rows.status == "ok"]
@@ -377,15 +421,15 @@ def _provenance(row: dict, ctx: Context) -> str:
 
 def resolve_result(marker: Marker, ctx: Context) -> str:
     a = marker.args
-    rows = _check_names(marker, ctx.df)
-    _bench_rows(marker, ctx.df)  # the pinned run exists for this bench
-    _, run, gpu = _counted_in_run(marker, ctx.df)
+    rows = _check_names(marker, ctx.split)
+    _bench_rows(marker, ctx.split)  # the pinned run exists for this bench
+    _, run, gpu = _counted_in_run(marker, ctx.split)
     if run.params_key.nunique() > 1:
         raise marker.fail(f"ambiguous: {run.params_key.nunique()} configs match ({'; '.join(sorted(run.params_key))}); "
                           "add k=v filters")
     row = run.iloc[0].to_dict()
     text = f"**{R.fmt_value(row['value'])} {row['metric_unit']}**"
-    meta = R.bench_meta(ctx.df, a["project"], a["bench"])
+    meta = ctx.split.meta(a["project"], a["bench"])
     base_name = meta.get("headline_baseline")
     detail = []
     if a["variant"] == base_name:
@@ -407,17 +451,17 @@ def resolve_result(marker: Marker, ctx: Context) -> str:
 def resolve_table(marker: Marker, ctx: Context) -> str:
     from .tables import variant_table  # tables imports markers' helpers; keep the cycle lazy
 
-    _bench_rows(marker, ctx.df)
-    run, _, _ = _counted_in_run(marker, ctx.df)
+    _bench_rows(marker, ctx.split)
+    run, _, _ = _counted_in_run(marker, ctx.split)
     ctx.used_runs.add(marker.pin)
     return variant_table(run, ctx)
 
 
 def resolve_chart(marker: Marker, ctx: Context) -> str:
     a = marker.args
-    _bench_rows(marker, ctx.df)
-    run, good, _ = _counted_in_run(marker, ctx.df)
-    meta = R.bench_meta(ctx.df, a["project"], a["bench"])
+    _bench_rows(marker, ctx.split)
+    run, good, _ = _counted_in_run(marker, ctx.split)
+    meta = ctx.split.meta(a["project"], a["bench"])
     x = a.get("x") or meta.get("x_param")
     if x and not any(x in p for p in run.params):
         raise marker.fail(f"x={x} is not a param of {a['project']}/{a['bench']}")
