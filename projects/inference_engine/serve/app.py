@@ -25,6 +25,19 @@ from .metrics import ServerMetrics
 DISCONNECT_POLL_S = 0.25  # how often a request waiting for tokens checks that its client is still there
 
 
+def _text_delta(tokenizer: p.Tokenizer, ids: list[int], sent: str, finished: bool) -> tuple[str, str]:
+    """(new text to send, all text sent so far). A token can end inside a multi-byte character, which decodes
+    to U+FFFD until the next token completes it: that tail is held back until then."""
+    text = tokenizer.decode(ids)
+    if text.endswith("\ufffd") and not finished:
+        return "", sent
+    i = 0  # text normally extends what was sent; if decoding changed an earlier character (a tokenizer that
+    # merges across tokens), only what follows the common prefix can still be sent
+    while i < min(len(sent), len(text)) and sent[i] == text[i]:
+        i += 1
+    return text[i:], text
+
+
 def build_app(engine: LLMEngine, model_name: str, tokenizer: Optional[p.Tokenizer] = None,
               max_in_flight: Optional[int] = None) -> FastAPI:
     """``max_in_flight``: requests in the system at once (running + waiting); default twice max_num_seqs."""
@@ -134,8 +147,7 @@ def build_app(engine: LLMEngine, model_name: str, tokenizer: Optional[p.Tokenize
                         yield p.sse(p.error_body(f"request failed: {d.error}", "server_error"))
                         return
                     ids.extend(d.token_ids)
-                    new_text = tokenizer.decode(ids)
-                    delta, text = new_text[len(text):], new_text
+                    delta, text = _text_delta(tokenizer, ids, text, finished)
                     reason = d.finish_reason if finished else None
                     if chat:
                         yield p.sse(p.chat_chunk(rid, model_name, d.token_ids, {"content": delta}, reason))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -55,6 +56,7 @@ class EngineLoop:
         self._inbox: asyncio.Queue = asyncio.Queue()
         self._live: dict[str, _Request] = {}  # submitted and not finished
         self._ids = itertools.count()
+        self._prefix = f"req-{secrets.token_hex(4)}-"  # unique across loops that share an engine (tests, bench)
         self._task: Optional[asyncio.Task] = None
         self.dead: Optional[str] = None  # why the loop stopped
 
@@ -78,7 +80,7 @@ class EngineLoop:
             raise EngineDead(self.dead)
         if len(self._live) >= self.max_in_flight:
             raise Overloaded(f"{len(self._live)} requests in flight, the limit is {self.max_in_flight}")
-        req = _Request(f"req-{next(self._ids)}", len(prompt), time.perf_counter())
+        req = _Request(f"{self._prefix}{next(self._ids)}", len(prompt), time.perf_counter())
         self._live[req.request_id] = req
         self._inbox.put_nowait(("add", req.request_id, prompt, params))
         return req.request_id, req.out

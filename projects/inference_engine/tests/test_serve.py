@@ -280,3 +280,17 @@ def test_the_command_line(hf_checkpoint, tmp_path, capsys):
     assert main(["--model", hf_checkpoint[0], "--device", "cpu", "--dtype", "float32", "--num-blocks", "512",
                  "--tokenizer", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.startswith("error: --tokenizer")
+
+
+def test_streamed_text_holds_back_a_split_character():
+    from gpufolio_projects.inference_engine.serve.app import _text_delta
+
+    class Bytes:  # token 0 is "é"'s first byte, token 1 its second
+        hf = None
+
+        def decode(self, ids):
+            return bytes([0xC3, 0xA9][i] for i in ids).decode("utf-8", errors="replace")
+
+    assert _text_delta(Bytes(), [0], "", finished=False) == ("", "")
+    assert _text_delta(Bytes(), [0, 1], "", finished=False) == ("é", "é")
+    assert _text_delta(Bytes(), [0], "", finished=True) == ("\ufffd", "\ufffd")
