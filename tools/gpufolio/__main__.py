@@ -27,7 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     b = sub.add_parser("bench", help="run benchmarks: correctness gate, timing, stamped records")
-    b.add_argument("--project", action="append", choices=PROJECTS, metavar="PROJECT",
+    b.add_argument("--project", action="append", metavar="PROJECT",
                    help=f"one of {', '.join(PROJECTS)} (repeatable; default: all)")
     b.add_argument("--bench", action="append", default=[], metavar="NAME", help="only these bench names")
     b.add_argument("--variant", action="append", default=[], metavar="NAME",
@@ -56,6 +56,7 @@ DELEGATED = {
     "worklog": ("worklog", "draft a worklog entry"),
     "compare": ("compare", "compare two runs case by case, with noise (B/A, faster / slower / within noise)"),
     "pr-note": ("prnotes.cli", "draft an OSS-PR note from a local clone"),
+    "lab": ("lab", "run projects' lab stages on a GPU box: one time budget, one archive back"),
 }
 
 
@@ -64,6 +65,9 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
     from .runner import Plan, run, summary_table
 
     projects = args.project or list(PROJECTS)
+    unknown = [p for p in projects if p not in PROJECTS]
+    if unknown:
+        raise CliError(f"unknown project {', '.join(unknown)}; projects are: {', '.join(PROJECTS)}")
     try:
         for p in projects:
             benches(p)
