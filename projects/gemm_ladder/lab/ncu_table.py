@@ -3,7 +3,7 @@
     python -m gpufolio_projects.gemm_ladder.lab.ncu_table evidence/sgemm_ncu.csv --order evidence/sgemm_ncu_order.txt \
         --metric "Compute (SM) Throughput" --metric "Achieved Occupancy" > evidence/sgemm_ncu.md
 
-The profiling scripts (sgemm/profile_rungs.py, bf16/profile.py) launch one kernel per variant, in the order
+The profiling scripts (sgemm_profile.py, bf16_profile.py) launch one kernel per variant, in the order
 they print; `--order` takes that stdout and labels the i-th profiled kernel with the i-th variant. When the
 counts differ (a variant launched two kernels) the table says so and falls back to the kernels' own names.
 Metrics are matched by their display name (sections) or raw name (--metrics), whichever the report holds.

@@ -19,9 +19,9 @@ SHAPES = [(4000, 3000, 1000), (1, 4096, 4096), (4097, 4095, 33), (128, 128, 128)
 
 # Seen twice on the H200 box (rounds 1 and 3 of the first session): the first call that made the binding format
 # a refusal message through iostreams (TORCH_CHECK's c10::str, then std::ostringstream in say()) killed the
-# process with SIGSEGV. bindings.cpp now builds messages from std::string and std::to_string only. gpu.sh runs
-# the subprocess probe (test_binding_refusal_returns_instead_of_crashing) first and sets SGEMM_REFUSALS_SAFE=0
-# if it still crashes, so the in-process refusal checks below cannot take the rest of the suite with them.
+# process with SIGSEGV. bindings.cpp now builds messages from std::string and std::to_string only. The lab run
+# runs the subprocess probe (test_binding_refusal_returns_instead_of_crashing) alone first (stage sgemm_refusal);
+# SGEMM_REFUSALS_SAFE=0 skips the in-process refusal checks below, so they cannot take the suite with them.
 BINDING_REFUSALS_SAFE = os.environ.get("SGEMM_REFUSALS_SAFE", "1") == "1"
 BINDING_REFUSALS_CRASH = "binding-side refusal messages crashed the process on the H200 box (README, the refusal-path crash)"
 

@@ -1,0 +1,25 @@
+"""flash_attention's facts for the harness: the stages of a lab run (``python -m gpufolio lab flash_attention``).
+
+The bench stages keep the tuner's picks and timings (tune.json) beside their records, as evidence.
+"""
+from gpufolio.lab import Stage, bench, gpu_tests, module
+
+P = "flash_attention"
+TUNE = {"GPUFOLIO_FA_TUNE_FILE": "{out}/tune.json", "GPUFOLIO_FA_TUNE_VERBOSE": "1"}
+# Forward configs too risky for the bench (warp specialisation), timed by experiment.py.
+EXPERIMENT_CONFIGS = ("128,128,8,3", "128,128,8,2,ws", "128,128,4,2,ws")
+
+STAGES = (
+    bench(P, "bench", "--quick", "--timeout", "90", limit_s=90, env=TUNE),
+    bench(P, "bench_full", "--timeout", "90", limit_s=560, default=False,
+          env={**TUNE, "GPUFOLIO_FA_FLEX_S": "1024 4096 16384"}),  # FlexAttention compiled at three lengths only
+    module("experiment", "gpufolio_projects.flash_attention.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
+    Stage("ncu", ("ncu", "--clock-control", "none", "--kernel-name",
+                  "regex:_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", "--launch-count", "3",
+                  "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis", "--section", "Occupancy",
+                  "--section", "LaunchStats", "--section", "WarpStateStats",
+                  "{python}", "-m", "gpufolio_projects.flash_attention.profile", "--S", "4096", "--D", "128",
+                  "--bwd", "--reps", "1"),
+          40, "ncu on the forward, dK/dV and dQ kernels at the headline shape", needs=("ncu",)),
+    gpu_tests("tests", "projects/flash_attention", "-q", "-rfE", limit_s=120),
+)

@@ -1,0 +1,13 @@
+"""inference_engine's facts for the harness: the stages of a lab run (``python -m gpufolio lab inference_engine``)."""
+from gpufolio.lab import bench, gpu_tests, module
+
+P = "inference_engine"
+
+STAGES = (
+    bench(P, "bench", "--quick", "--bench", "decode_b1", "--bench", "offline_throughput", "--bench", "online",
+          limit_s=100),
+    bench(P, "bench_full", limit_s=560, default=False),
+    gpu_tests("tests", "projects/inference_engine", "-q", limit_s=60),
+    module("profile", "gpufolio_projects.inference_engine.profile_decode", "--out", "{out}", "--stages",
+           "kernels,step,gemv,offline", limit_s=60, what="decode kernels, one step, the GEMV sweep, offline"),
+)
