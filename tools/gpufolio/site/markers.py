@@ -55,6 +55,7 @@ class Marker:
     file: str
     line: int
     section: str = ""        # the heading the marker sits under ("" before the first)
+    section_at: int = 0      # that heading's line: two sections may share a heading's text
     pin: str | None = None   # the run it reads: run=, the front matter's, or the one its section agreed on
 
     @property
@@ -190,7 +191,7 @@ def _code_free_spans(line: str) -> list[tuple[int, int]]:
 
 def find(text: str, file: str) -> list[tuple[Marker, int, int, int]]:
     """(marker, line index, start, end) for every marker outside code."""
-    out, fenced, section = [], False, ""
+    out, fenced, section, section_at = [], False, "", 0
     front = FRONT_RE.match(text)
     skip = front.group(0).count("\n") if front else 0
     for i, line in enumerate(text.split("\n")):
@@ -203,7 +204,7 @@ def find(text: str, file: str) -> list[tuple[Marker, int, int, int]]:
             continue
         heading = HEADING_RE.match(line)
         if heading:
-            section = heading.group(1)
+            section, section_at = heading.group(1), i + 1
         for a, b in _code_free_spans(line):
             opened = OPEN_RE.search(line, a, b)
             if opened and "-->" not in line[opened.end():b]:
@@ -214,7 +215,7 @@ def find(text: str, file: str) -> list[tuple[Marker, int, int, int]]:
                 if kind not in KINDS:
                     raise MarkerError(f"{where}: unknown marker {kind!r}; markers are {', '.join(KINDS)}")
                 args = parse_args(m.group(2), where)
-                marker = Marker(kind, args, file, i + 1, section)
+                marker = Marker(kind, args, file, i + 1, section, section_at)
                 missing = [k for k in REQUIRED[kind] if k not in args]
                 if missing:
                     raise marker.fail(f"{kind} marker needs {', '.join(missing)}")
@@ -231,36 +232,33 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
     meta = front_matter(text, file)
     runs = front_runs(meta, file)
     dated = ctx.dated if ctx.dated is not None else "date" in meta
-    failed: dict[int, str] = {}
-    floating: dict[tuple[str, str], list[Marker]] = {}
+    first_error = len(ctx.errors) if ctx.errors is not None else 0
+    failed: set[int] = set()  # id() of the markers that failed before resolving (reported once, here)
+    floating: dict[tuple[int, str], list[Marker]] = {}
     for marker, *_ in found:
         try:
             _check_names(marker, ctx.split)
-        except MarkerError as e:
-            failed[id(marker)] = _fail(e, ctx)
-            continue
-        try:
             marker.pin = marker.args.get("run") or _front_pin(marker, runs.get(marker.args["project"]), ctx.split)
+            if marker.pin is None and dated:
+                raise marker.fail(
+                    f"a dated entry's numbers never change: name the run (run=RUN_ID on the marker, or front matter "
+                    f"runs: {{{marker.args['project']}: RUN_ID}}); this marker would follow the newest run")
         except MarkerError as e:
-            failed[id(marker)] = _fail(e, ctx)
+            _fail(e, ctx)
+            failed.add(id(marker))
             continue
-        if marker.pin is None and dated:
-            failed[id(marker)] = _fail(marker.fail(
-                f"a dated entry's numbers never change: name the run (run=RUN_ID on the marker, or front matter "
-                f"runs: {{{marker.args['project']}: RUN_ID}}); this marker would follow the newest run"), ctx)
-        elif marker.pin is None:
-            floating.setdefault((marker.section, marker.args["project"]), []).append(marker)
+        if marker.pin is None:
+            floating.setdefault((marker.section_at, marker.args["project"]), []).append(marker)
     for group in floating.values():
         try:
             run = choose_run(group, ctx.split)
         except MarkerError as e:
-            for m in group:
-                failed[id(m)] = _fail(e, ctx) if m is group[0] else "**unresolved marker**"
+            _fail(e, ctx)
+            failed.update(id(m) for m in group)
             continue
         for m in group:
             m.pin = run
     outs = []
-    first_error = len(ctx.errors) if ctx.errors is not None else 0
     for marker, *_ in found:  # top to bottom, so the first error reported is the first in the file
         if id(marker) in failed:
             outs.append("**unresolved marker**")
@@ -268,9 +266,7 @@ def resolve_text(text: str, file: str, ctx: Context) -> str:
         try:
             outs.append(RESOLVERS[marker.kind](marker, ctx))
         except MarkerError as e:
-            if ctx.errors is None:
-                raise
-            ctx.errors.append(str(e))
+            _fail(e, ctx)
             outs.append("**unresolved marker**")
     if ctx.errors is not None:  # errors found before resolving (names, pins, sections) join in line order
         ctx.errors[first_error:] = sorted(ctx.errors[first_error:], key=_line_of)
@@ -284,12 +280,11 @@ def _line_of(error: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _fail(e: MarkerError, ctx: Context) -> str:
+def _fail(e: MarkerError, ctx: Context) -> None:
     """Collect the error (``--all-errors``) or raise it."""
     if ctx.errors is None:
         raise e
     ctx.errors.append(str(e))
-    return "**unresolved marker**"
 
 
 def resolve_file(path: Path, ctx: Context, display: str | None = None) -> str:

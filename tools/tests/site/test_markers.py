@@ -180,3 +180,19 @@ def test_front_matter_may_name_one_run_per_bench(df):
     assert "run-20261201t101500z-a1a1a1" in out  # the only named run that holds bf16_gemm
     with pytest.raises(M.MarkerError, match=r"x.md:9: 3 of the runs the front matter names .* hold sgemm"):
         M.resolve_text(DATED.format(runs=runs, body=SGEMM.format(pin="")), "x.md", ctx(df))
+
+
+def test_sections_are_told_apart_by_place_not_by_heading_text(mixed_df):
+    only_new = "<!-- result: project=gemm_ladder bench=sgemm variant=11_only_here metric=tflops M=4096 -->"
+    only_old = "<!-- result: project=gemm_ladder bench=sgemm variant=01_naive metric=tflops M=4096 -->"
+    out = resolve(mixed_df, f"## Notes\n\n{only_new}\n\n## Notes\n\n{only_old}")
+    assert "d5d5d5" in out and "a1a1a1" in out
+
+
+def test_all_errors_lists_pin_and_name_errors_in_line_order(df):
+    c = ctx(df)
+    c.errors = []
+    text = DATED.format(runs="", body="<!-- results-table: project=gemm_ladder bench=nope run=x -->\n"
+                                      + SGEMM.format(pin=""))
+    M.resolve_text(text, "w.md", c)
+    assert [e.split(": ")[0] for e in c.errors] == ["w.md:7", "w.md:8"]
