@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import records as R  # noqa: E402
+from .roofline import DATASHEETS  # noqa: E402
 
-# NVIDIA H200 datasheet (dense): the peaks a measured ceiling is read against. Measured ceilings come from
-# each record's env.ceilings (a copy kernel and cuBLAS in the same run), never from here.
-DATASHEET = {"source": "NVIDIA H200 datasheet", "bf16_tflops": 989.0, "fp32_tflops": 67.0, "hbm_gbps": 4800.0}
+# The H200 datasheet peaks a measured ceiling is read against (roofline.DATASHEETS: the one copy of them).
+DATASHEET = DATASHEETS["NVIDIA H200"]
 
 CANDIDATE = "#3949ab"
 BASELINE = "#9e9e9e"
