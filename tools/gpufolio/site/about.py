@@ -2,6 +2,8 @@
 author line on the home page, the blog's author file, and ``.site.yml`` that the mkdocs hook applies."""
 from __future__ import annotations
 
+import html
+
 import yaml
 
 from . import config as C
@@ -11,6 +13,7 @@ ABOUT_PAGE = "about.md"
 AUTHOR_ID = "author"  # the one key of worklog/.authors.yml, named in every post's front matter
 AUTHORS_FILE = "worklog/.authors.yml"
 SITE_FILE = ".site.yml"  # read by mkdocs_hooks.on_config
+AVATAR = "generated/author.svg"  # the blog shows an avatar beside the author: initials, drawn here (no request)
 
 
 def author_line(site: C.Site, page: str = "index.md") -> str:
@@ -32,9 +35,17 @@ def render(ctx: RenderCtx) -> None:
     ctx.write(SITE_FILE, yaml.safe_dump(hook_config(site), sort_keys=False))
     authors = {}
     if site.author.name:
+        ctx.write(AVATAR, initials_svg(site.author.name))
         authors[AUTHOR_ID] = {"name": site.author.name, "description": site.author.bio or "",
-                              "avatar": "", "url": ABOUT_PAGE}
+                              "avatar": AVATAR, "url": ABOUT_PAGE}
     ctx.write(AUTHORS_FILE, yaml.safe_dump({"authors": authors}, sort_keys=False, allow_unicode=True))
+
+
+def initials_svg(name: str) -> str:
+    initials = "".join(w[0] for w in name.split()[:2]).upper()
+    return ('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64">'
+            '<circle cx="32" cy="32" r="32" fill="#3949ab"/><text x="32" y="41" font-family="sans-serif" '
+            f'font-size="26" font-weight="700" fill="#fff" text-anchor="middle">{html.escape(initials)}</text></svg>')
 
 
 def hook_config(site: C.Site) -> dict:

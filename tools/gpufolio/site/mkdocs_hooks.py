@@ -25,6 +25,7 @@ log = get_plugin_logger("gpufolio")
 NAV_FILE = ".nav.yml"
 # Charts are drawn at twice their display size (gpufolio.site.charts): srcset "2x" shows them at half their
 # pixel width, sharp on high-density screens and the intended size on others.
+CHART_PARAGRAPH = re.compile(r'<p>(<img[^>]*srcset=[^>]*>\s*</p>)')
 CHART_IMG = re.compile(r'<img(?![^>]*srcset)([^>]*?)src="([^"]*generated/charts/[^"]+\.png)"')
 
 
@@ -52,6 +53,7 @@ def on_config(config, **kwargs):
 def on_page_content(html, page, **kwargs):
     where = page.file.src_uri
     html = CHART_IMG.sub(lambda m: f'<img{m.group(1)}src="{m.group(2)}" srcset="{m.group(2)} 2x"', html)
+    html = CHART_PARAGRAPH.sub(r'<p class="gf-chart">\1', html)  # a phone scrolls a chart instead of shrinking it
     for problem in lint.unrendered_markdown(html):
         log.warning(f"{where}: {problem}")
     for problem in lint.process_words(lint.page_text(html)):

@@ -34,9 +34,20 @@ def render_home(ctx: RenderCtx) -> None:
                f"({R.NOT_COUNTED_PAGE}) as headline numbers.*" if n_records else
                "*No results yet: every project is not yet measured.*")
     text = (template.replace(AUTHOR_SLOT, about.author_line(ctx.site)).replace(GPU_SLOT, ctx.site.gpu)
-            .replace(HOME_SLOT, T.home_table(ctx.df, ctx.site) + "\n\n" + summary + "\n\n"
+            .replace(HOME_SLOT, phone_cards(T.home_table(ctx.df, ctx.site)) + "\n\n" + summary + "\n\n"
                      + T.ceilings_section(ctx.df)))
     ctx.write("index.md", text)
+
+
+def phone_cards(table: str, css_class: str = "gf-cards") -> str:
+    """A Markdown table that becomes one card per row on a phone (site_src/assets/gpufolio.css): each cell on its
+    own line, named by its column (the labels come from the table's own header, so they cannot drift)."""
+    header = [h.strip() for h in table.split("\n", 1)[0].strip().strip("|").split("|")]
+    rules = "".join(f'.{css_class} td:nth-child({i})::before{{content:"{h}: "}}'
+                    for i, h in enumerate(header, 1) if h and i > 1)
+    # the first column (the project) is the card's title and needs no label
+    return (f"<style>@media screen and (max-width:44.984375em){{{rules}}}</style>\n\n"
+            f'<div class="{css_class}" markdown>\n\n{table}\n\n</div>')
 
 
 def render_runs(ctx: RenderCtx) -> None:

@@ -32,7 +32,7 @@ def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, st
         parts.append('!!! warning "No counted result yet"\n    Every record of this project is listed under '
                      "[Not counted](#not-counted) below, with the reason.")
     else:
-        parts += ["## Headline results", "", T.headline_table(df, project, ctx.site, page), ""]
+        parts += ["## Headline results", "", pages.phone_cards(T.headline_table(df, project, ctx.site, page)), ""]
         parts += [_headline_chart(ctx, h, page) for h in heads]
     parts += T.other_gpu_sections(df, project, ctx.site, page)  # another GPU model: its own section
     if extra_pages:

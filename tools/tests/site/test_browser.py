@@ -1,8 +1,11 @@
 """The built fixture site in headless Chromium (Debian's /usr/bin/chromium, driven by pytest-playwright): every
 page loads with no console error and no request outside 127.0.0.1, images load, the home table has six rows,
-stale and failed records are flagged, and axe finds no serious or critical accessibility violation.
+stale and failed records are flagged, axe finds no serious or critical accessibility violation at a phone's
+width (390 px) and a desktop's (1400 px), and on a phone the home page shows each project's result and ratio
+without sideways scrolling.
 
-Screenshots land in test-artifacts/ (git-ignored) for a reviewer. Never run `playwright install`: the browser is
+Screenshots of the home page and a project page at both widths land in test-artifacts/ (git-ignored) for a
+reviewer. Never run `playwright install`: the browser is
 the system's Chromium; without it these tests skip.
 """
 from __future__ import annotations
@@ -116,8 +119,6 @@ def test_home_has_six_projects_and_flags(server, page):
     assert attention.locator(".gf-stale").is_visible()
     assert attention.locator(".gf-loses").first.is_visible()
     assert rows.filter(has_text="Open-source PR notes").locator("text=not yet measured").is_visible()
-    page.wait_for_timeout(500)  # the theme fades the tabs in
-    page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
 
 
 def test_project_page_flags_failed_and_links_numbers_to_runs(server, page):
@@ -127,8 +128,6 @@ def test_project_page_flags_failed_and_links_numbers_to_runs(server, page):
     failed = page.locator(".gf-notcounted", has_text="failed correctness check")
     assert failed.count() >= 1 and failed.first.is_visible()
     assert page.locator(".gf-notcounted", has_text="dirty tree").first.is_visible()
-    page.wait_for_timeout(500)
-    page.screenshot(path=str(ARTIFACTS / "project-gemm_ladder.png"), full_page=True)
     link = page.locator("article table").first.locator("a[href*='runs/#run-']").first
     link.click()
     page.wait_for_load_state("networkidle")
@@ -138,13 +137,54 @@ def test_project_page_flags_failed_and_links_numbers_to_runs(server, page):
     assert page.locator(".gf-stale").first.is_visible()
 
 
-@pytest.mark.parametrize("path", ["", "projects/gemm_ladder/"])
-def test_no_serious_accessibility_violations(server, page, path):
+WIDTHS = {"phone": 390, "desktop": 1400}
+
+
+@pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
+@pytest.mark.parametrize("path", ["", "projects/gemm_ladder/", "runs/", "about/", "worklog/"])
+def test_no_serious_accessibility_violations(server, page, path, width):
     from axe_playwright_python.sync_playwright import Axe
 
     base, _ = server
+    page.set_viewport_size({"width": width, "height": 900})
     page.goto(base + path, wait_until="networkidle")
     results = Axe().run(page)
     bad = [(v["id"], v["impact"], len(v["nodes"])) for v in results.response["violations"]
            if v["impact"] in ("serious", "critical")]
     assert bad == [], results.generate_report()
+
+
+def _sideways(page) -> int:
+    """How far the page scrolls sideways (0: it fits the viewport)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def test_phone_home_shows_every_result_and_ratio_without_sideways_scrolling(server, page):
+    base, _ = server
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(base, wait_until="networkidle")
+    assert _sideways(page) <= 0
+    rows = page.locator("article .gf-cards table tbody tr")
+    assert rows.count() == 6
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        for col in (3, 4):  # the result and the ratio to the baseline
+            cell = row.locator(f"td:nth-child({col})")
+            box = cell.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (i, col, box)
+            assert cell.is_visible()
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / "home-390.png"), full_page=True)
+
+
+@pytest.mark.parametrize("width", WIDTHS.values(), ids=WIDTHS.keys())
+def test_screenshots_at_both_widths(server, page, width):
+    """Home and a project page at both widths, for a person to look at; neither scrolls sideways."""
+    base, _ = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": width, "height": 900})
+    for path, name in (("", "home"), ("projects/gemm_ladder/", "project-gemm_ladder")):
+        page.goto(base + path, wait_until="networkidle")
+        page.wait_for_timeout(300)  # the theme fades the tabs in
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)
+        assert _sideways(page) <= 0, (path, width)
