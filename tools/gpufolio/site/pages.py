@@ -152,8 +152,10 @@ def render_not_counted(ctx: RenderCtx) -> None:
         # Not counted
 
         Records that are never headline numbers, and why: a failed correctness check, a dry run, an out-of-memory,
-        error or timeout, a skipped variant, an unknown commit, or a dirty tree. They stay in the store (it is
-        append-only) and in the [runs](runs.md) they belong to.
+        error or timeout, a skipped variant, an unknown commit, a dirty tree, or another GPU model than the
+        portfolio's (its sound records have a section of their own on the project page, compared only with
+        baselines measured on it). They stay in the store (it is append-only) and in the [runs](runs.md) they
+        belong to.
 
         """) + T.not_counted_table(rows, R.NOT_COUNTED_PAGE)
     ctx.write(R.NOT_COUNTED_PAGE, text)
