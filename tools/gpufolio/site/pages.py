@@ -9,6 +9,7 @@ import yaml
 
 from . import about
 from . import records as R
+from . import roofline as RL
 from . import select as S
 from . import tables as T
 from . import writeup
@@ -124,8 +125,9 @@ def clocks_text(gpu: dict) -> str:
     return ", ".join(parts) + (f" (power limit {R.fmt_value(limit)} W)" if limit else "")
 
 
-CEILING_NAMES = {"copy_gbps": ("measured copy bandwidth", "GB/s"), "bf16_tflops": ("measured cuBLAS bf16", "TFLOP/s"),
-                 "fp32_tflops": ("measured cuBLAS fp32", "TFLOP/s")}
+# the measured ceilings by the names every roofline place uses (roofline.BOUNDS)
+CEILING_NAMES = {key: (f"measured {name}", "GB/s" if bound == "memory" else "TFLOP/s")
+                 for bound, (key, name, _, _) in RL.BOUNDS.items()}
 
 
 def ceilings_text(ceilings: dict) -> str:
