@@ -82,8 +82,9 @@ def _module_file(tree: Tree, module: str) -> str | None:
     return None
 
 
-def _imported_names(source: bytes, module: str, is_package: bool) -> set[str]:
-    """Absolute module names ``source`` may import (for ``from a import b``, both a and a.b)."""
+def imported_names(source: bytes, module: str, is_package: bool, packages: tuple[str, ...] = (PACKAGE,)) -> set[str]:
+    """Absolute module names under ``packages`` that ``source`` (module ``module``) may import: for
+    ``from a import b``, both a and a.b."""
     try:
         nodes = ast.walk(ast.parse(source))
     except SyntaxError:
@@ -103,7 +104,7 @@ def _imported_names(source: bytes, module: str, is_package: bool) -> set[str]:
             names |= {f"{base}.{a.name}" for a in node.names}
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_NAME.match(node.value):
             names.add(node.value)
-    return {n for n in names if n.split(".")[0] == PACKAGE}
+    return {n for n in names if n.split(".")[0] in packages}
 
 
 def _module_closure(tree: Tree, roots: list[str]) -> set[str]:
@@ -118,7 +119,7 @@ def _module_closure(tree: Tree, roots: list[str]) -> set[str]:
         parts = PurePosixPath(path).with_suffix("").parts[1:]
         is_package = parts[-1] == "__init__"
         module = ".".join((PACKAGE,) + (parts[:-1] if is_package else parts))
-        for name in _imported_names(tree.read(path), module, is_package):
+        for name in imported_names(tree.read(path), module, is_package):
             bits = name.split(".")
             for i in range(2, len(bits) + 1):  # a.b.c runs a/__init__ and a/b/__init__ first
                 found = _module_file(tree, ".".join(bits[:i]))
