@@ -1,11 +1,15 @@
 """The optional switches to the sibling projects' Triton kernels: the same loss and gradients as plain PyTorch
-(fp32, Triton under the interpreter on CPU; conftest sets TRITON_INTERPRET=1 before anything imports triton)."""
+(fp32, Triton under the interpreter on CPU tensors; the root conftest sets TRITON_INTERPRET=1 without CUDA)."""
 from __future__ import annotations
+
+import os
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
+if os.environ.get("TRITON_INTERPRET") != "1":
+    pytest.skip("CPU tensors through Triton kernels need the interpreter (TRITON_INTERPRET=1)", allow_module_level=True)
 
 from gpufolio_projects.fsdp_mfu.configs import ModelConfig  # noqa: E402
 from gpufolio_projects.fsdp_mfu.kernels import build_kernels  # noqa: E402

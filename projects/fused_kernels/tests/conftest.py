@@ -1,14 +1,10 @@
-"""Without a GPU the Triton kernels run through the interpreter, which must be switched on before triton
-compiles anything (conftest loads before the test modules import the kernels). With a GPU, the same tests
-and the ``gpu``-marked ones run compiled kernels; set TRITON_INTERPRET=1 yourself to force the interpreter."""
-import os
-
+"""Without a GPU the Triton kernels run through the interpreter (the root conftest switches it on). With a GPU,
+the same tests and the ``gpu``-marked ones run compiled kernels; set TRITON_INTERPRET=1 yourself to force the
+interpreter."""
 import pytest
 import torch
 
 HAS_CUDA = torch.cuda.is_available()
-if not HAS_CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_collection_modifyitems(config, items):

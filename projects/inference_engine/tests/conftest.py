@@ -1,12 +1,3 @@
-import os
-
-import torch  # noqa: E402
-
-# Triton kernels run under the interpreter on CPU; it must be set before any kernel module is imported.
-# On a GPU box the gpu-marked tests need the real compiler, so the interpreter is only a CPU fallback.
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
 import pytest  # noqa: E402
 
 
