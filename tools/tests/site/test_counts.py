@@ -172,3 +172,9 @@ def test_counted_filters_on_the_verdict_not_on_status(mixed_df):
     ok = mixed_df[mixed_df.status == "ok"]
     assert len(R.counted(ok)) < len(ok)
     assert isinstance(R.counted(pd.DataFrame()), pd.DataFrame)
+
+
+def test_reason_and_counts_are_one_verdict(mixed_df):
+    # the notebook and the not-counted page read ``reason``; tables, charts and headlines ``counted``: the same rows
+    assert (mixed_df.reason.isna() == mixed_df.counts.astype(bool)).all()
+    assert R.counted(mixed_df).index.equals(mixed_df[mixed_df.counts.astype(bool)].index)
