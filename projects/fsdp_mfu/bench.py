@@ -14,6 +14,8 @@ On one rank FSDP2 runs its whole machinery (all-gather / reduce-scatter copies, 
 On one GPU the process group has one rank, created inside the case (world size from the environment under
 torchrun) and kept for the worker's lifetime: the harness may run the next case in the same process.
 
+BENCHES also holds ``scaling``, the multi-GPU points (scaling_bench.py).
+
 Importable without torch: torch and the model are imported inside ``case``.
 """
 from __future__ import annotations
@@ -23,6 +25,8 @@ import os
 from dataclasses import dataclass
 
 from gpufolio.api import Bench, Case, CheckResult, Metric, Timing, Unsupported, Variant, Work
+
+from .scaling_bench import BENCH as SCALING_BENCH  # the multi-GPU bench, beside its rank machinery
 
 # The step as tuned on one H200 (README, "What leaves MFU on the table"); every choice here is model- or
 # trainer-level, so the baseline runs with it too (same params: the comparison stays like for like):
@@ -241,5 +245,6 @@ BENCHES = [
         description="One optimizer step of a Llama-style decoder: MFU (% of the 989 TFLOP/s datasheet peak; "
                     "also vs the run's cuBLAS), tokens/s, predicted vs measured peak memory.",
         headline_params=HEADLINE, x_param="B",
-    )
+    ),
+    SCALING_BENCH,
 ]

@@ -43,11 +43,20 @@ def init(device_type: str) -> DistInfo:
     return DistInfo(rank, world, local_rank, device)
 
 
-def mesh(device_type: str):
-    """1-D mesh over all ranks: FSDP2 shards every parameter over it (ZeRO-3 / full sharding)."""
+def mesh(device_type: str, shard_size: int = 0):
+    """The mesh FSDP2 shards over. ``shard_size`` 0 (or the world size): a 1-D mesh over all ranks, every
+    parameter sharded over all of them (ZeRO-3). Fewer: HSDP, a 2-D (replicate, shard) mesh — parameters sharded
+    within each group of ``shard_size`` consecutive ranks (one node's NVLink domain) and replicated across the
+    groups, whose gradients are then all-reduced (the slow inter-node link carries one all-reduce per step
+    instead of every all-gather and reduce-scatter)."""
     from torch.distributed.device_mesh import init_device_mesh
 
-    return init_device_mesh(device_type, (dist.get_world_size(),))
+    world = dist.get_world_size()
+    if shard_size in (0, world):
+        return init_device_mesh(device_type, (world,))
+    if shard_size < 0 or world % shard_size:
+        raise ValueError(f"HSDP shard size {shard_size} does not divide the world size {world}")
+    return init_device_mesh(device_type, (world // shard_size, shard_size), mesh_dim_names=("replicate", "shard"))
 
 
 def shutdown() -> None:

@@ -33,6 +33,7 @@ class TrainConfig:
     compile: bool = False
     ac: bool = False  # full activation checkpointing per block
     reshard_after_forward: bool = True  # fsdp2: free each block's gathered params after its forward (ZeRO-3)
+    shard_size: int = 0  # fsdp2: ranks a parameter is sharded over; 0 = all (FSDP), fewer = HSDP (distributed.mesh)
     fused_kernels: bool = False  # RMSNorm / SwiGLU from gpufolio_projects.fused_kernels
     triton_attention: bool = False  # attention from gpufolio_projects.flash_attention
     sdpa_backend: str = "auto"
@@ -60,6 +61,8 @@ class TrainConfig:
             raise ValueError(f"dtype {self.dtype!r}: bfloat16 or float32")
         if self.sdpa_backend not in SDPA_BACKENDS:
             raise ValueError(f"sdpa_backend {self.sdpa_backend!r} not in {SDPA_BACKENDS}")
+        if self.shard_size < 0 or (self.shard_size and self.mode != "fsdp2"):
+            raise ValueError(f"shard_size {self.shard_size}: a non-negative rank count, and only for mode='fsdp2'")
         if self.meta_init and self.mode != "fsdp2":
             raise ValueError("meta_init materialises shards: it needs mode='fsdp2'")
         if self.lr <= 0 or self.warmup_steps < 0 or self.decay_steps < 0:
@@ -105,7 +108,7 @@ class Trainer:
                 model = Transformer(model_cfg, kernels, cfg.fused_proj)
             # Same seed, same device -> the same initial weights in every mode (the equivalence tests rely on it).
             model.init_weights(cfg.seed)
-        mesh = distmod.mesh(device.type) if cfg.mode == "fsdp2" else None
+        mesh = distmod.mesh(device.type, cfg.shard_size) if cfg.mode == "fsdp2" else None
         self.model: nn.Module = parallelize(model, cfg.mode, device, compile=cfg.compile, ac=cfg.ac,
                                             param_dtype=cfg.torch_dtype, mesh=mesh,
                                             reshard_after_forward=cfg.reshard_after_forward)
