@@ -61,6 +61,15 @@ def launch(ext, rung: Rung, A, B, C) -> None:
         raise RuntimeError(why)
 
 
+def timed_call(ext, rung: Rung):
+    """What a bench times for a rung: ``launch`` into the case's own C (inputs A, B, C), returning C."""
+    def fn(inputs: dict):
+        launch(ext, rung, inputs["A"], inputs["B"], inputs["C"])
+        return inputs["C"]
+
+    return fn
+
+
 # Unit roundoff (round to nearest) of each ladder's dtype.
 U32 = 2.0**-24
 U_BF16 = 2.0**-8  # bf16 keeps 8 significant bits: rounding moves a value by at most 2^-9 relative
