@@ -44,7 +44,8 @@ def _save(fig, path: Path, left: float = 0.09, right: float = 0.97, bottom: floa
     h = fig.get_figheight()
     fig.subplots_adjust(left=left, right=right, bottom=bottom if bottom is not None else min(0.45, 0.55 / h),
                         top=1 - min(0.4, (0.18 + 0.17 * _title_lines(fig)) / h))
-    fig.savefig(path, format="png", metadata={"Software": None})
+    # zlib level 1: a 2x chart compresses in a third of the default level's time, for a few percent more bytes
+    fig.savefig(path, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1})
     plt.close(fig)
     return path
 
