@@ -162,7 +162,10 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
             base = cell_of.get((base_name, c))
             if not is_base and base is not None and base["why_not"] is None:  # baselines are references
                 ratio = R.speedup(r["value"], base["value"], bool(r["higher_is_better"]))
-                cell += f" ({R.fmt_ratio(ratio)})" + (" " + R.badge("loses", "slower") if ratio and ratio < 1 else "")
+                # a loss in a per-size table: the ratio in the loss colour, not a badge per cell (a ladder's
+                # table would hold hundreds); the headline tables keep the "slower" badge
+                cell += (f' <span class="gf-ratio-loses" title="slower than {base_name}">({R.fmt_ratio(ratio)})</span>'
+                         if ratio and ratio < 1 else f" ({R.fmt_ratio(ratio)})")
             cells.append(cell)
         body.append(cells)
     constant = {k: v for k, v in params_of[configs[0]].items() if k not in vary}
