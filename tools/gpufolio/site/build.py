@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from .. import provenance, store
-from . import about, pages, project
+
+# history: the history and regressions pages (they add themselves to the nav)
+from . import about, history, pages, project
 from . import config as C
 from . import records as R
-from . import history  # the history and regressions pages (they add themselves to the nav)
 from .context import RenderCtx
 from .markers import MarkerError
 

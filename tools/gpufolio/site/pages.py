@@ -7,12 +7,11 @@ import textwrap
 import pandas as pd
 import yaml
 
-from . import about
+from . import about, writeup
 from . import records as R
 from . import roofline as RL
 from . import select as S
 from . import tables as T
-from . import writeup
 from .context import RenderCtx
 
 HOME_TEMPLATE = "templates/home.md"

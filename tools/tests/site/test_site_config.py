@@ -73,7 +73,7 @@ def test_every_built_link_into_a_repository_is_the_configured_one(built_site):
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         assert "github.com/gpufolio/gpufolio" not in text and "gpufolio.github.io" not in text, page
-        for url, owner, name in REPO_LINK.findall(text):
+        for url, owner, _name in REPO_LINK.findall(text):
             if re.search(r"/(commit|blob|tree|raw)/", url) or owner == "example-owner":
                 assert url.startswith(CONFIGURED), (page, url)
                 seen += 1
