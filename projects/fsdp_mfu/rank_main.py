@@ -81,6 +81,10 @@ class Rank:
                             device=self.info.device)
         return float(tr.step(seq[:, :-1], seq[:, 1:]))
 
+    def environment(self, names: list[str]) -> dict:
+        """This rank's values of ``names`` (None: unset): the controller checks that multicast is off."""
+        return {n: os.environ.get(n) for n in names}
+
     def memory(self) -> dict:
         if not self.on_cuda:
             return {}
@@ -126,7 +130,7 @@ def serve(control: str, device_type: str) -> None:
     store = dist.TCPStore(host, int(port), is_master=False, timeout=timedelta(seconds=IDLE_TIMEOUT_S))
     rank = Rank(device_type)
     handlers = {"build": rank.build, "losses": rank.losses, "step": rank.step, "memory": rank.memory,
-                "profile": rank.profile}
+                "profile": rank.profile, "environment": rank.environment}
     k = 0
     while True:
         cmd = json.loads(store.get(f"cmd/{k}"))

@@ -43,6 +43,14 @@ class RankPool:
         self.proc = launch.start(launch.torchrun_argv(nproc, "gpufolio_projects.fsdp_mfu.rank_main", args))
         self.k = 0  # the next command's number
         self.broken = False
+        self._check_environment()
+
+    def _check_environment(self) -> None:
+        """Refuse ranks that could pick an NVLink multicast algorithm (launch.py says why)."""
+        for rank, env in enumerate(self.call("environment", names=sorted(launch.MULTICAST_OFF))):
+            wrong = {k: v for k, v in env.items() if v != launch.MULTICAST_OFF[k]}
+            if wrong:
+                self._fail(f"rank {rank} started with NVLink multicast settings {wrong}, not {launch.MULTICAST_OFF}")
 
     @property
     def alive(self) -> bool:

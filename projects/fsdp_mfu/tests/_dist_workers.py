@@ -1,4 +1,4 @@
-"""Rank bodies of the 2-rank gloo tests. A module of the package (not the test file) so that spawned
+"""Rank bodies of the 2- and 4-rank gloo tests. A module of the package (not the test file) so that spawned
 processes can import the functions by name."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from gpufolio_projects.fsdp_mfu.configs import get_config
 from gpufolio_projects.fsdp_mfu.data import BatchSpec, SyntheticBatches
 from gpufolio_projects.fsdp_mfu.trainer import TrainConfig, Trainer
 
-WORLD = 2
-GLOBAL_BATCH, SEQ = 4, 32
+WORLD = 2  # unless a test asks for more
+GLOBAL_BATCH, SEQ = 4, 32  # 4 sequences: one per rank at 4 ranks
 TOL = dict(rtol=1e-4, atol=1e-6)  # fp32, reordered sums (all-reduce / reduce-scatter) only
 
 
@@ -24,23 +24,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn(fn, *args) -> None:
+def spawn(fn, *args, world: int = WORLD) -> None:
     port = _free_port()
     # The ranks run PyTorch ops only. Other projects' conftests set TRITON_INTERPRET=1 for their kernels; the
     # ranks would inherit it, and with it the checkpoint test aborted at random in teardown (std::terminate).
     saved = os.environ.pop("TRITON_INTERPRET", None)
     try:
-        mp.spawn(_entry, args=(fn, port, *args), nprocs=WORLD, join=True)
+        mp.spawn(_entry, args=(fn, port, world, *args), nprocs=world, join=True)
     finally:
         if saved is not None:
             os.environ["TRITON_INTERPRET"] = saved
 
 
-def _entry(rank: int, fn, port: int, *args) -> None:
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+def _entry(rank: int, fn, port: int, world: int, *args) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         fn(rank, *args)
         # both ranks past their last collective before either tears gloo down: a rank that destroys its group
@@ -73,10 +73,12 @@ def _finish_step(trainer: Trainer) -> None:
 
 
 def equivalence(rank: int) -> None:
+    """DDP, FSDP2 and (at 4 ranks) HSDP as 2 groups of 2 against one process on the whole global batch."""
+    world = dist.get_world_size()
     cfg = get_config("tiny")
     tcfg = dict(dtype="float32", lr=1e-3, seed=3)
     full = SyntheticBatches(cfg.vocab_size, BatchSpec(GLOBAL_BATCH, SEQ), seed=7)
-    mine = SyntheticBatches(cfg.vocab_size, BatchSpec(GLOBAL_BATCH, SEQ, rank, WORLD), seed=7)
+    mine = SyntheticBatches(cfg.vocab_size, BatchSpec(GLOBAL_BATCH, SEQ, rank, world), seed=7)
     device = torch.device("cpu")
 
     single = Trainer(cfg, TrainConfig(mode="single", **tcfg), device)
@@ -86,8 +88,11 @@ def equivalence(rank: int) -> None:
     _finish_step(single)
     ref_later = [float(single.step(*full.batch(s))) for s in (1, 2, 3)]
 
-    for mode in ("ddp", "fsdp2"):
-        tr = Trainer(cfg, TrainConfig(mode=mode, **tcfg), device)
+    layouts = [("ddp", 0), ("fsdp2", 0)] + ([("fsdp2", 2)] if world == 4 else [])  # (mode, shard_size)
+    for mode, shard in layouts:
+        tr = Trainer(cfg, TrainConfig(mode=mode, shard_size=shard, **tcfg), device)
+        if shard:
+            mode = f"hsdp {world // shard}x{shard}"
         xl, yl = mine.batch(0)
         loss = _mean_over_ranks(tr.forward_backward(xl, yl))
         assert loss == pytest.approx(ref_loss, rel=1e-5), (mode, loss, ref_loss)
