@@ -56,7 +56,7 @@ def render_writeups(ctx: RenderCtx, project: str) -> list[tuple[str, str]]:
     for rel in writeup.project_writeups(ctx.repo_root, project):
         page = writeup.page_of(rel)
         title, body = writeup.render(ctx.repo_root / rel, page, ctx)
-        title = title or rel.rsplit("/", 1)[-1].removesuffix(".md").replace("_", " ")
+        title = title or "Evidence: " + rel.rsplit("/", 1)[-1].removesuffix(".md").replace("_", " ")
         ctx.write(page, f"# {title}\n\n{writeup.collapse_details(body.strip())}\n")
         out.append((title, page))
     return sorted(out, key=lambda tp: ("/evidence/" in tp[1], tp[1]))

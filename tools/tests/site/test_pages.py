@@ -141,3 +141,35 @@ def test_cli_fails_with_one_line_naming_file_and_line(tmp_path, monkeypatch, cap
     assert err.startswith("gpufolio site: projects/gemm_ladder/README.md:3: project 'gemm_ladder' has no records yet")
     # the README table is rewritten before the writeups are rendered: a bad marker does not leave it stale
     assert "not yet measured" in (root / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_project_writeup_has_a_page(rendered):
+    """A second writeup of a project (the fixture's bf16/README.md) is a page with its rung table, in the nav and
+    linked from the project page; a link to it from another writeup goes to that page."""
+    text = page(rendered, "projects/gemm_ladder/bf16.md")
+    assert text.startswith("# BF16 ladder (fixture)\n")
+    assert "| Variant |" in text and "](../../generated/charts/" in text  # rung table and chart resolved
+    assert "[the ladder](../gemm_ladder.md)" in text
+    assert "[BF16 ladder (fixture)](gemm_ladder/bf16.md)" in page(rendered, "projects/gemm_ladder.md")
+    nav = yaml.safe_load(page(rendered, ".nav.yml"))
+    projects = next(item["Projects"] for item in nav if "Projects" in item)
+    gemm = next(item["GEMM ladder"] for item in projects if "GEMM ladder" in item)
+    assert {"BF16 ladder (fixture)": "projects/gemm_ladder/bf16.md"} in gemm
+
+
+def test_long_writeups_fold_their_detail_sections():
+    from gpufolio.site import writeup
+
+    body = "\n".join(["Intro."] + [f"## Results\n\nnumbers {i}" if i == 0 else f"## Step {i}\n\n" + "line\n" * 12
+                                    for i in range(8)])
+    out = writeup.collapse_details(body)
+    assert "## Results\n\nnumbers 0" in out  # results stay open
+    assert out.count('??? note "Details"') == 7 and "## Step 3" in out  # headings stay, bodies fold
+    assert writeup.collapse_details("## Step\n\nshort") == "## Step\n\nshort"
+
+
+def test_runs_page_folds_each_run_and_prints_no_dicts(rendered):
+    text = page(rendered, "runs.md")
+    assert text.count('??? info "Stamp"') == rendered.df.run_id.nunique()
+    assert "{'" not in text and "': " not in text  # no Python dict reprs
+    assert "--out " not in text
