@@ -143,6 +143,8 @@ def _map_tensors(value: Any, fn) -> Any:
         return fn(value)
     if isinstance(value, Mapping):
         return {k: _map_tensors(v, fn) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple takes its fields as arguments
+        return type(value)(*(_map_tensors(v, fn) for v in value))
     if isinstance(value, (list, tuple)):
         return type(value)(_map_tensors(v, fn) for v in value)
     return value

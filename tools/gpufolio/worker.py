@@ -59,11 +59,27 @@ def _merge_checks(*passes: dict | None) -> dict:
     return merged
 
 
+def _layout(value: Any) -> Any:
+    """``value`` with each tensor replaced by its shape and dtype: all that an in-place refresh may not change."""
+    from .check import _map_tensors
+
+    return _map_tensors(value, lambda t: ("tensor", tuple(t.shape), t.dtype))
+
+
+def _same_layout(old: Any, new: Any) -> bool:
+    try:
+        return bool(_layout(old) == _layout(new))
+    except (RuntimeError, TypeError, ValueError):  # a leaf whose == is no bool (a numpy array): not the same
+        return False
+
+
 def _refresh_in_place(case, inputs: dict, gen, *, fixed_storage: bool) -> None:
     """New random values from ``make_inputs`` copied into the timed inputs' own storage.
 
     Same pointers, new contents: a call that keys a stored result on the buffers it is given replays a stale
-    answer, which the check of the last repetition catches; one that keys it on contents never hits."""
+    answer, which the check of the last repetition catches; one that keys it on contents never hits. An entry is
+    copied into only when nothing but tensor values changed: one whose shapes, dtypes or other values (a length,
+    a flag beside a tensor) changed is replaced whole, so the call never sees new tensors with old lengths."""
     import torch
 
     from .check import _tensors
@@ -71,16 +87,13 @@ def _refresh_in_place(case, inputs: dict, gen, *, fixed_storage: bool) -> None:
     fresh = case.make_inputs(gen)
     with torch.no_grad():
         for name, new in fresh.items():
-            old = inputs.get(name)
-            olds, news = _tensors(old), _tensors(new)
-            same = len(olds) == len(news) and all(o.shape == n.shape and o.dtype == n.dtype
-                                                  for o, n in zip(olds, news))
-            if olds and same:
-                for o, n in zip(olds, news):
+            if name in inputs and _same_layout(inputs[name], new):
+                for o, n in zip(_tensors(inputs[name]), _tensors(new)):
                     o.copy_(n)
             elif fixed_storage:
-                raise ValueError(f"make_inputs changed the shape of {name!r} between calls; a CUDA-graph case "
-                                 "needs inputs of fixed shapes")
+                raise ValueError(f"make_inputs changed {name!r} between calls beyond its tensors' values (a shape, "
+                                 "a dtype or another value); a CUDA-graph case replays what it captured, so only "
+                                 "tensor values may change")
             else:
                 inputs[name] = new
 
