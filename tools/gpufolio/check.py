@@ -109,6 +109,8 @@ def compare_flash_rule(out: Any, ref: Any, lowp: Any, rule: FlashRule) -> dict[s
         n_bad = int((~torch.isfinite(o64)).sum())
         err = float((o64 - r64).abs().max()) if n_bad == 0 else math.inf
         lowp_err = float((lo.detach().to(torch.float64).to(r64.device) - r64).abs().max())
+        if not math.isfinite(lowp_err):  # an infinite bound would pass any finite output, garbage included
+            return _fail(f"output {i}: PyTorch's same-dtype result is not finite, so the rule gives no bound")
         bound = rule.factor * lowp_err + rule.slack
         ref_scale = float(r64.abs().max()) or 1.0
         checks.append({"output": i, "passed": err <= bound, "max_abs_err": err, "max_rel_err": err / ref_scale,

@@ -38,6 +38,14 @@ def test_flash_rule_is_relative_to_pytorch_own_error():
     assert not compare_flash_rule(ref + 3e-3, ref, lowp, FlashRule(2.0, 0.0))["passed"]
 
 
+def test_flash_rule_without_a_finite_same_dtype_result_fails_instead_of_passing_anything():
+    ref = torch.randn(64, dtype=torch.float64)
+    lowp = ref.clone()
+    lowp[3] = float("inf")  # PyTorch's own low-precision result overflowed
+    r = compare_flash_rule(ref + 100.0, ref, lowp, FlashRule(2.0, 0.0))
+    assert not r["passed"] and "not finite" in r["detail"]["error"]
+
+
 def test_poison_fills_outputs():
     inp = {"out": torch.zeros(3), "idx": torch.zeros(3, dtype=torch.int32)}
     poison(inp, ["out", "idx"])
