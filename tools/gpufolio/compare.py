@@ -258,8 +258,13 @@ def _num(v: float) -> str:
 def _state(c: dict | None) -> str:
     if not c:
         return "?"
-    return (f"SM {c.get('sm_clock_mhz', '?'):g} MHz, mem {c.get('mem_clock_mhz', '?'):g} MHz, "
-            f"{c.get('power_w', 0):.0f}/{c.get('power_limit_w', 0):.0f} W, {c.get('temperature_c', '?'):g} C")
+
+    def num(key: str, spec: str = "g") -> str:  # a reading the stamp could not take is "?", never a made-up 0
+        v = c.get(key)
+        return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else "?"
+
+    return (f"SM {num('sm_clock_mhz')} MHz, mem {num('mem_clock_mhz')} MHz, "
+            f"{num('power_w', '.0f')}/{num('power_limit_w', '.0f')} W, {num('temperature_c')} C")
 
 
 def run_line(label: str, info: RunInfo) -> str:

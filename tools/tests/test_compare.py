@@ -43,6 +43,11 @@ def test_time_metric_band_is_the_timing_band():
     assert C.metric_band({"value": 2.0}, {"median_ms": 2.0, "p20_ms": 1.9, "p80_ms": 2.2}) == (1.9, 2.2)
 
 
+def test_a_clock_reading_the_stamp_lacks_is_a_question_mark():
+    assert C._state({"sm_clock_mhz": 1980, "mem_clock_mhz": None, "power_w": 500.0}) == \
+        "SM 1980 MHz, mem ? MHz, 500/? W, ? C"
+
+
 def test_refuses_across_gpu_models():
     other = dict(H200, name="NVIDIA H100 80GB HBM3")
     with pytest.raises(C.CompareError, match="different GPU models"):
