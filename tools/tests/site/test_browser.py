@@ -185,6 +185,6 @@ def test_screenshots_at_both_widths(server, page, width):
     page.set_viewport_size({"width": width, "height": 900})
     for path, name in (("", "home"), ("projects/gemm_ladder/", "project-gemm_ladder")):
         page.goto(base + path, wait_until="networkidle")
-        page.wait_for_timeout(300)  # the theme fades the tabs in
+        page.wait_for_timeout(800)  # the theme fades the tabs in
         page.screenshot(path=str(ARTIFACTS / f"{name}-{width}.png"), full_page=True)
         assert _sideways(page) <= 0, (path, width)
