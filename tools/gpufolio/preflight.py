@@ -127,14 +127,25 @@ def missing(found: Found, dry_run: bool) -> str | None:
     if not found.torch_cuda:
         return f"torch {found.torch} is a CPU build: install a CUDA build of torch (or use --dry-run)"
     if not found.cuda_available:
-        hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
-        hint = ("" if not found.gpu else f" (nvidia-smi lists {found.gpu}; CUDA_VISIBLE_DEVICES={hidden!r} hides it)"
-                if hidden is not None else f" (nvidia-smi lists {found.gpu}: check the driver against torch's CUDA "
-                f"{found.torch_cuda})")
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if not found.gpu:
+            hint = ""
+        elif visible is not None and _hides_every_gpu(visible):
+            hint = f" (nvidia-smi lists {found.gpu}; CUDA_VISIBLE_DEVICES={visible!r} hides it)"
+        else:
+            hint = (f" (nvidia-smi lists {found.gpu}: check the driver against torch's CUDA {found.torch_cuda}"
+                    + ("" if visible is None else f"; CUDA_VISIBLE_DEVICES={visible!r}") + ")")
         return f"torch {found.torch} sees no CUDA GPU{hint}; use --dry-run for the CPU paths"
     if found.triton is None:
         return "triton is not installed (it comes with CUDA torch on Linux: pip install triton)"
     return None
+
+
+def _hides_every_gpu(visible: str) -> bool:
+    """CUDA reads CUDA_VISIBLE_DEVICES up to its first invalid entry: an empty value, -1 or a word first hides
+    every GPU; an index or a GPU-/MIG- UUID first names one (whether it exists is the driver's to say)."""
+    first = visible.split(",")[0].strip()
+    return not (first.isdigit() or first.startswith(("GPU-", "MIG-")))
 
 
 def left_out(found: Found, projects: list[str]) -> dict[str, str]:

@@ -29,9 +29,18 @@ def test_missing_prerequisite(found, dry, expected, monkeypatch):
     assert why == expected if expected is None else expected in why
 
 
-def test_a_hidden_gpu_is_named(monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert "CUDA_VISIBLE_DEVICES='' hides it" in P.missing(box(cuda_available=False), False)
+@pytest.mark.parametrize("visible", ["", "-1", "none", " ,0"])
+def test_a_hidden_gpu_is_named(monkeypatch, visible):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert f"CUDA_VISIBLE_DEVICES={visible!r} hides it" in P.missing(box(cuda_available=False), False)
+
+
+@pytest.mark.parametrize("visible", ["0", "1,0", "GPU-5f8e2b1c"])
+def test_a_variable_that_names_a_gpu_is_not_blamed(monkeypatch, visible):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)  # the usual value under a scheduler: the driver is at fault
+    why = P.missing(box(cuda_available=False), False)
+    assert "hides it" not in why
+    assert f"check the driver against torch's CUDA 13.0; CUDA_VISIBLE_DEVICES={visible!r})" in why
 
 
 def test_report_lines():
