@@ -65,3 +65,25 @@ def test_harness_runs_the_scaling_bench_on_cpu_ranks(tmp_path):
     assert all(r["correctness"]["passed"] and r["params"]["gpus"] == 4 for r in records)
     loss = {r["variant"]: {m["name"]: m["value"] for m in r["extra_metrics"]}["loss_step3"] for r in records}
     assert loss["fsdp2"] == pytest.approx(loss["ddp"], rel=1e-5) and loss["hsdp"] == pytest.approx(loss["ddp"], rel=1e-5)
+
+
+@pytest.mark.gpu
+def test_two_gpu_ranks_train_to_the_one_gpu_losses():
+    """NCCL on two GPUs, fp32: DDP and FSDP2 through the pool against one GPU on the same global batches."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    cfg = get_config("tiny")
+    tr = Trainer(cfg, TrainConfig(mode="single", **TCFG), torch.device("cuda", 0))
+    data = SyntheticBatches(cfg.vocab_size, BatchSpec(2 * B, T), seed=5)
+    reference = [float(tr.step(*data.batch(s, tr.device))) for s in range(STEPS)]
+    try:
+        p = rank_pool.pool(2, "cuda")
+        for mode in ("ddp", "fsdp2"):
+            p.call("build", train_config={"mode": mode, **TCFG}, model="tiny", batch_per_rank=B, seq=T)
+            mean = [sum(step) / 2 for step in zip(*p.call("losses", steps=STEPS, data_seed=5))]
+            assert mean == pytest.approx(reference, rel=1e-4), mode
+            assert all(m["peak_gib"] > 0 for m in p.call("memory"))
+            comm = p.call("profile", steps=1, seed=0)
+            assert all(c["nccl_ms"] > 0 for c in comm), comm  # two ranks: collectives ran on the GPU
+    finally:
+        rank_pool.close()
