@@ -191,7 +191,10 @@ def main(argv=None) -> dict:
     if args.eval_every and start == 0:  # the curve starts from the untrained model
         log["val"].append({"step": 0, "loss": evaluate(trainer, val, args.eval_batches, device)})
         write_log()
-    t_begin = t_last = time.perf_counter()
+    # tok/s is over the steps of a window: from the last logged step, or from an evaluation or a save (whose time
+    # is no training step's), to this one. A first window of under 10 steps is mostly warm-up: no number.
+    t_begin = t_window = time.perf_counter()
+    window_first = start
     loss = None
     for step in range(start, args.steps):
         x, y = train.batch(step, device)
@@ -202,10 +205,14 @@ def main(argv=None) -> dict:
             lv = loss.clone()
             if dist.is_initialized():
                 dist.all_reduce(lv, op=dist.ReduceOp.AVG)  # a host sync every 10 steps, not every step
+            loss_value = float(lv)  # waits for the window's last step, so its device time is inside the window
             now = time.perf_counter()
-            tok_s = tokens_per_step * 10 / (now - t_last) if step + 1 - start >= 10 else float("nan")
-            t_last = now
-            entry = {"step": step + 1, "loss": float(lv), "tok_s": tok_s, "lr": trainer.optimizer.param_groups[0]["lr"]}
+            n_window = step + 1 - window_first
+            warm_up = window_first == start and n_window < 10
+            tok_s = float("nan") if warm_up else tokens_per_step * n_window / (now - t_window)
+            t_window, window_first = now, step + 1
+            entry = {"step": step + 1, "loss": loss_value, "tok_s": tok_s,
+                     "lr": trainer.optimizer.param_groups[0]["lr"]}
             if peak:
                 entry["mfu"] = fpt * tok_s / (world * peak)
             log["steps"].append(entry)
@@ -222,8 +229,10 @@ def main(argv=None) -> dict:
             if rank == 0 and bar is None:
                 print(f"step {step + 1}: val loss {log['val'][-1]['loss']:.3f}", flush=True)
             write_log()
+            t_window, window_first = time.perf_counter(), step + 1
         if args.ckpt_dir is not None and args.ckpt_every and (step + 1) % args.ckpt_every == 0:
             checkpoint.save(trainer, args.ckpt_dir / f"step_{step + 1}")
+            t_window, window_first = time.perf_counter(), step + 1
         if out_of_time:
             log["stopped_early"] = {"step": step + 1, "max_seconds": args.max_seconds}
             break

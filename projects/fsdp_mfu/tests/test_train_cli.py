@@ -1,5 +1,6 @@
 """train.py refuses bad arguments up front (exit 2, one line) and resumes from the newest complete checkpoint,
-saying which; a save that did not finish leaves a folder resume skips. CPU, tiny fp32 model, a few steps."""
+saying which; a save that did not finish leaves a folder resume skips; the logged tok/s counts the steps it was
+measured over and none of the evaluations' or saves' time. CPU, tiny fp32 model, a few steps."""
 from __future__ import annotations
 
 import json
@@ -113,3 +114,27 @@ def test_a_save_that_fails_leaves_no_marker_even_over_a_complete_checkpoint(tmp_
         checkpoint.save(trainer, tmp_path / "step_0")
     assert (tmp_path / "step_0" / ".metadata").exists() and not checkpoint.is_complete(tmp_path / "step_0")
     assert checkpoint.latest_complete(tmp_path) is None
+
+
+def test_logged_throughput_is_over_its_own_steps_without_evaluations_or_saves(tmp_path, monkeypatch):
+    """A fake clock: each training step takes 1 s, each evaluation and save 100 s. Every window then reads one
+    step's tokens per second, the last one (5 steps) and those cut by an evaluation or a save included."""
+    from types import SimpleNamespace
+
+    clock = [0.0]
+
+    def advance(fn, seconds):
+        def timed(*args, **kwargs):
+            clock[0] += seconds
+            return fn(*args, **kwargs)
+        return timed
+
+    monkeypatch.setattr(train, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(train.Trainer, "step", advance(train.Trainer.step, 1.0))
+    monkeypatch.setattr(train, "evaluate", advance(train.evaluate, 100.0))
+    monkeypatch.setattr(train.checkpoint, "save", advance(lambda *a: None, 100.0))
+    log = train.main(TINY + ["--steps", "25", "--eval-every", "15", "--eval-batches", "1",
+                             "--ckpt-dir", str(tmp_path), "--ckpt-every", "12"])
+    tokens_per_step = 2 * 16  # --batch 2 x --seq 16 on one process
+    assert [e["step"] for e in log["steps"]] == [10, 20, 25]
+    assert [e["tok_s"] for e in log["steps"]] == [pytest.approx(tokens_per_step)] * 3
