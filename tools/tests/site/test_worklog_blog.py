@@ -53,3 +53,9 @@ def test_rss_feed_lists_posts_with_their_own_dates(built_site):
                                                       "Tue, 01 Dec 2026 00:00:00 +0000"]
     assert items[0].findtext("link").startswith("https://example-owner.github.io/example-repo/worklog/")
     assert {i.findtext("category") for i in items} == {"harness", "gemm_ladder"}
+
+
+def test_pages_announce_the_feed(built_site):
+    _, site = built_site
+    html = (site / "worklog" / "index.html").read_text(encoding="utf-8")
+    assert '<link rel="alternate" type="application/rss+xml" title="RSS feed" href="../feed_rss_created.xml">' in html
