@@ -8,8 +8,9 @@ later run then hangs at its first case. Here:
   that lock when its holder dies, so a torch lock file found while holding it was left by a dead build and is
   removed (said on stderr). A live holder is waited for up to the time limit, then reported with its pid and
   the one command that clears the directory's locks.
-- the compile runs in a child process (its own process group, killed with everything it started when the
-  limit passes or the parent dies); the caller then loads the result, which ninja finds up to date.
+- the compile runs in a child process in its own process group, killed with everything it started when the
+  limit passes or the parent dies (``DIE_WITH_PARENT``); the caller then loads the result, which ninja finds
+  up to date.
 - each build's wall time is kept for the record that triggered it (``take_builds``).
 """
 from __future__ import annotations
@@ -103,17 +104,6 @@ class BuildLock:
             self.fd = None
 
 
-def _arm_parent_death() -> None:
-    """In the build child: own process group, and SIGKILL when the parent dies."""
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _log_tail(path: Path, lines: int = 30) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -128,8 +118,10 @@ def run_bounded(argv: Sequence[str], log_path: Path, limit_s: float, env: dict[s
     Returns the wall time; raises BuildError on a non-zero exit or the time limit, with the log's tail."""
     t0 = time.perf_counter()
     with open(log_path, "w", encoding="utf-8") as log:
+        # Its own session, so that a time limit kills the whole group. No preexec_fn: the worker has threads
+        # (its parent watch, torch's), and code run between fork and exec can deadlock on a lock one of them held.
         proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, preexec_fn=_arm_parent_death)
+                                env=env, start_new_session=True)
         try:
             code = proc.wait(timeout=limit_s)
         except subprocess.TimeoutExpired:
@@ -145,7 +137,25 @@ def run_bounded(argv: Sequence[str], log_path: Path, limit_s: float, env: dict[s
     return time.perf_counter() - t0
 
 
-_CHILD = """
+PARENT_ENV = "GPUFOLIO_BUILD_PARENT"  # the pid the build child dies with
+
+# The build child's first lines: when its parent dies, it kills its own process group (ninja and the compilers
+# ninja started, which no death signal reaches), itself included. PR_SET_PDEATHSIG delivers SIGTERM for that; a
+# parent already gone before the signal was armed is caught by its pid.
+DIE_WITH_PARENT = f"""
+import ctypes, os, signal
+def _parent_died(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, _parent_died)
+try:
+    ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(os.environ["{PARENT_ENV}"]):
+    _parent_died()
+"""
+
+_CHILD = DIE_WITH_PARENT + """
 import json, sys
 from torch.utils.cpp_extension import load
 load(**json.loads(sys.argv[1]))
@@ -168,14 +178,18 @@ def load(name: str, sources: Sequence[str], build_directory: str | os.PathLike, 
     t0 = time.perf_counter()
     entry: dict[str, Any] = {"name": name, "seconds": None, "status": "error", "cleared_stale_lock": False}
     _builds.append(entry)
-    with BuildLock(build_dir, wait_s=limit) as lock:
-        entry["cleared_stale_lock"] = lock.cleared_stale
-        try:
-            run_bounded([sys.executable, "-c", _CHILD, json.dumps(kwargs)], build_dir / LOG_NAME, limit)
-        except BuildError as e:
-            (build_dir / TORCH_LOCK_NAME).unlink(missing_ok=True)  # the killed child's; we still hold the flock
-            _failed[key] = e
-            raise
-        module = torch_load(**dict(kwargs, verbose=verbose))  # ninja finds the objects up to date
-    entry.update(seconds=round(time.perf_counter() - t0, 2), status="ok")
-    return module
+    try:
+        with BuildLock(build_dir, wait_s=limit) as lock:
+            entry["cleared_stale_lock"] = lock.cleared_stale
+            try:
+                run_bounded([sys.executable, "-c", _CHILD, json.dumps(kwargs)], build_dir / LOG_NAME, limit,
+                            env=dict(os.environ, **{PARENT_ENV: str(os.getpid())}))
+            except BuildError as e:
+                (build_dir / TORCH_LOCK_NAME).unlink(missing_ok=True)  # the killed child's; we still hold the flock
+                _failed[key] = e
+                raise
+            module = torch_load(**dict(kwargs, verbose=verbose))  # ninja finds the objects up to date
+        entry["status"] = "ok"
+        return module
+    finally:  # a failed build's time goes into its record too
+        entry["seconds"] = round(time.perf_counter() - t0, 2)

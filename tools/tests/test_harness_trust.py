@@ -123,6 +123,45 @@ def test_a_build_over_its_limit_is_killed_with_its_children_and_reported_with_th
     assert "longer than its limit of 2 s" in str(e.value) and "compiling kernels" in str(e.value)
 
 
+BUILD_PARENT = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from gpufolio import extension
+
+    # a build that starts a compiler of its own (as ninja does), then says both pids
+    child = extension.DIE_WITH_PARENT + (
+        "import subprocess, sys, time\\n"
+        "from pathlib import Path\\n"
+        "cc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\\n"
+        "Path(sys.argv[1] + '.tmp').write_text(f'{os.getpid()} {cc.pid}')\\n"
+        "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\\n"
+        "time.sleep(60)\\n")
+    extension.run_bounded([sys.executable, "-c", child, sys.argv[1]], Path(sys.argv[2]), limit_s=120,
+                          env=dict(os.environ, **{extension.PARENT_ENV: str(os.getpid())}))
+""")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_build_dies_with_its_parent_and_takes_its_compilers_along(tmp_path):
+    pids = tmp_path / "pids"
+    parent = subprocess.Popen([sys.executable, "-c", BUILD_PARENT, str(pids), str(tmp_path / "build.log")])
+    try:
+        deadline = time.monotonic() + 60
+        while not pids.exists():
+            assert time.monotonic() < deadline and parent.poll() is None, "the build never started"
+            time.sleep(0.1)
+        build, compiler = map(int, pids.read_text().split())
+        parent.kill()  # as the worker dies when its runner is killed
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (_alive(build) or _alive(compiler)):
+            time.sleep(0.2)
+        assert not _alive(build) and not _alive(compiler), "the build or its compiler outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
 def test_a_failed_build_says_so_with_the_log_tail(tmp_path):
     with pytest.raises(extension.BuildError, match="(?s)exit code 3.*nvcc: error"):
         extension.run_bounded([sys.executable, "-c", "print('nvcc: error'); raise SystemExit(3)"],
