@@ -14,6 +14,9 @@ from . import tables as T
 from .context import RenderCtx
 
 
+FOLD_CELLS = 40  # a per-size table with more cells than this is folded
+
+
 def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, str]] = ()) -> str:
     page = R.project_page(project)
     readme = ctx.repo_root / "projects" / project / "README.md"
@@ -85,7 +88,12 @@ def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
         if run.empty:
             out += ["*No ok record yet.*", ""]
             continue
-        out += [T.variant_table(run, mctx), ""]
+        table = T.variant_table(run, mctx)
+        if run.variant.nunique() * run.params_key.nunique() > FOLD_CELLS:
+            # a long table folded (the writeup above quotes what matters), its chart below stays open
+            table = (f'??? note "Every variant at every size ({run.variant.nunique()} variants, '
+                     f'{run.params_key.nunique()} sizes)"\n\n' + textwrap.indent(table, "    "))
+        out += [table, ""]
         x = meta.get("x_param")
         ok = R.counted(run[run.is_headline_metric.astype(bool)])
         if x and ok.params.map(lambda p, x=x: p.get(x)).nunique() > 1:
