@@ -13,7 +13,6 @@ from . import select as S
 from . import tables as T
 from .context import RenderCtx
 
-
 FOLD_CELLS = 40  # a per-size table with more cells than this is folded
 
 
