@@ -72,9 +72,10 @@ def test_style_and_script_are_not_text():
     assert lint.process_words(lint.page_text("<style>.form-helper{}</style><p>ok</p><!-- round 1 -->")) == []
 
 
-def test_strict_build_fails_on_the_github_only_fixture(tmp_path):
-    """The hook in a minimal MkDocs site: the fixture page fails the strict build, the fixed one passes."""
-    for name, ok in (("github_only.md", False), ("fixed.md", True)):
+def test_strict_build_fails_on_the_github_only_fixture_and_on_process_words(tmp_path):
+    """The hook in a minimal MkDocs site: the GitHub-only page and the page of process words (and a /tmp path) fail
+    the strict build, the fixed one passes."""
+    for name, ok in (("github_only.md", False), ("process_words.md", False), ("fixed.md", True)):
         docs = tmp_path / name / "docs"
         docs.mkdir(parents=True)
         (docs / "index.md").write_text((FIXTURES / name).read_text(encoding="utf-8"), encoding="utf-8")
