@@ -129,6 +129,8 @@ class Case:
                     for every check, for the timed loop, and before every timed repetition, whose
                     values are copied into the timed tensors in place (same storage, new values), so a
                     call that replays a stored result is caught on the repetition the harness checks.
+                    An entry whose shapes, dtypes or non-tensor values changed is replaced whole
+                    instead (a CUDA-graph case refuses that: its captured storage must stay).
     mutable_inputs: inputs the call legitimately updates as state (a library that overwrites its
                     inputs with gradients, a cache): neither poisoned nor required to be unchanged.
                     Say in the bench why each one is there.
