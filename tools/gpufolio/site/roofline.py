@@ -87,8 +87,13 @@ def text(p: Place | None) -> str:
     if p is None:
         return "no roofline: the bench counts neither FLOPs nor bytes"
     _, measured_name, _, sheet_name = BOUNDS[p.bound]
-    parts = [f"{p.measured_pct:.0f}% of measured {measured_name} ({R.fmt_value(p.measured)} {p.unit})"
-             if p.measured else f"measured {measured_name} not stamped"]
+    if not p.measured:
+        parts = [f"measured {measured_name} not stamped"]
+    elif p.measured_pct > 100:  # a ceiling stamped under other conditions than the case: say so, never "106%"
+        parts = [f"above the run's stamped {measured_name} ({R.fmt_value(p.measured)} {p.unit}); "
+                 "compare with the same run's baseline"]
+    else:
+        parts = [f"{p.measured_pct:.0f}% of measured {measured_name} ({R.fmt_value(p.measured)} {p.unit})"]
     parts.append(f"{p.datasheet_pct:.0f}% of datasheet {sheet_name} ({R.fmt_value(p.datasheet)} {p.unit})"
                  if p.datasheet else f"no datasheet for {p.gpu or 'this GPU'}")
     return " · ".join(parts)

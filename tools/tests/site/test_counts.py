@@ -132,6 +132,11 @@ def test_roofline_wording_is_one_sentence_shape_for_every_bound():
     assert fp32 == "80% of measured cuBLAS fp32 (50.0 TFLOP/s) · 60% of datasheet fp32 peak (67.0 TFLOP/s)"
 
 
+def test_a_headline_above_its_stamped_ceiling_is_never_a_percentage_over_100():
+    over = RL.text(RL.place(_row("TFLOP/s", 740.0, {"dtype": "bfloat16"}, CEIL)))
+    assert "%" not in over.split(" · ")[0] and "above the run's stamped cuBLAS bf16 (700 TFLOP/s)" in over
+
+
 def test_roofline_from_work_when_the_metric_is_not_a_rate():
     # tok/s of a decode step: bytes counted -> bandwidth; a training step: FLOPs counted -> compute
     decode = RL.place(_row("tok/s", 1250.0, {}, CEIL, {"bytes": 3.0e9}, ms=1.0))
