@@ -2,16 +2,16 @@
 
     # one GPU, no process group
     python -m gpufolio_projects.fsdp_mfu.train --model llama_125m --data stdlib --steps 300
-    # 8 GPUs on one node, FSDP2 + compile
-    torchrun --standalone --nproc-per-node 8 -m gpufolio_projects.fsdp_mfu.train \
+    # 8 GPUs on one node, FSDP2 + compile (launch.py: torchrun with NVLink multicast off in every rank)
+    python -m gpufolio_projects.fsdp_mfu.launch --nproc-per-node 8 -- gpufolio_projects.fsdp_mfu.train \
         --mode fsdp2 --compile --model llama_8b --batch 8 --seq 2048 --steps 100
-    # 2 nodes x 8 GPUs: run on every node (c10d rendezvous on the first node's address)
-    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD_NODE:29500 \
-        --rdzv-id fsdp_mfu_run1 -m gpufolio_projects.fsdp_mfu.train --mode fsdp2 --compile --model llama_8b
+    # 2 nodes x 8 GPUs: run on every node (c10d rendezvous on the first node's address); --shard-size 8: HSDP
+    python -m gpufolio_projects.fsdp_mfu.launch --nnodes 2 --nproc-per-node 8 --rdzv-endpoint $HEAD_NODE:29500 \
+        --rdzv-id fsdp_mfu_run1 -- gpufolio_projects.fsdp_mfu.train --mode fsdp2 --compile --model llama_8b
     # resume: the same command with --resume (loads the newest complete checkpoint under --ckpt-dir; an error
     # if there is none) or --resume-if-exists (starts from step 0 if there is none: a job that requeues itself)
 
-``--batch`` is the per-rank batch; the global batch is batch x world size. A Slurm script is in README.md.
+``--batch`` is the per-rank batch; the global batch is batch x world size. A Slurm script: lab/slurm_train.sbatch.
 """
 from __future__ import annotations
 

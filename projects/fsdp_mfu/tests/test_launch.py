@@ -4,12 +4,12 @@ rendezvous — works, here as two agents on 127.0.0.1 with gloo CPU ranks (2 and
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
 import pytest
 from gpufolio_projects.fsdp_mfu import launch
+from gpufolio_projects.fsdp_mfu.tests._dist_workers import _free_port
 
 OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -37,12 +37,6 @@ def test_cli_refuses_a_missing_module(capsys):
     with pytest.raises(SystemExit) as e:
         launch.main(["--nproc-per-node", "2", "--"])
     assert e.value.code == 2 and "module" in capsys.readouterr().err
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("per_node", [1, pytest.param(2, marks=pytest.mark.slow)])
