@@ -20,25 +20,20 @@ Importable without torch: torch and the model are imported inside ``case``.
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
 from gpufolio.api import Bench, Case, CheckResult, Metric, Timing, Unsupported, Variant, Work
 
+from .bench_common import TUNED_STEP, fresh_process_state, loss_falls
 from .scaling_bench import BENCH as SCALING_BENCH  # the multi-GPU bench, beside its rank machinery
 
-# The step as tuned on one H200 (README, "What leaves MFU on the table"); every choice here is model- or
-# trainer-level, so the baseline runs with it too (same params: the comparison stays like for like):
-#   sdpa=cudnn     cuDNN's SDPA backend (GPU.md: about twice FA2's fwd+bwd throughput at these shapes)
+# The headline: the tuned step (bench_common.TUNED_STEP: cuDNN attention, fused projections, folded clip) at
 #   B=32           the per-step costs (AdamW, clipping, FSDP2's parameter and gradient copies: ~6% of a B=16
 #                  step in its profile) over twice the tokens; ~90 GB of 141 at the peak
-#   proj=fused     wqkv and w13: fewer, larger GEMMs (model.py)
-#   clip=folded    the clip factor applied inside fused AdamW's one pass (trainer.py)
-HEADLINE = {"model": "llama_1b", "B": 32, "T": 2048, "sdpa": "cudnn", "proj": "fused", "clip": "folded"}
+HEADLINE = {"model": "llama_1b", "B": 32, "T": 2048, **TUNED_STEP}
 # Last session's step, for comparison (full mode): B=8, separate projections, clipping as its own pass.
 SESSION1 = {"model": "llama_1b", "B": 8, "T": 2048, "sdpa": "cudnn", "proj": "split", "clip": "foreach"}
-CHECK_STEPS = 2  # extra steps on the checked batch: the loss must fall over them
 
 
 @dataclass(frozen=True)
@@ -100,19 +95,6 @@ def configs(mode: str) -> list[dict]:
             dict(headline, model="llama_350m")]
 
 
-def _fresh_process_state(device) -> None:
-    """The worker may have run other cases: drop their compiled graphs and cached blocks first."""
-    import gc
-
-    import torch
-
-    torch._dynamo.reset()
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-
-
 _CEILING: dict[str, float] = {}
 CEILING_SIZE = 8192  # the cuBLAS bf16 shape the MFU is read against: 8192^3, the size the H200's figures quote
 
@@ -158,7 +140,7 @@ def case(variant: str, params: dict, device) -> Case:
         raise Unsupported("torch.compile on CPU takes minutes per variant; dry mode runs the eager paths")
     if params["world_size"] != _world_size():
         raise Unsupported(f"params want {params['world_size']} ranks, this process has {_world_size()}")
-    _fresh_process_state(device)
+    fresh_process_state(device)
     cfg = get_config(params["model"])
     B, T, world = int(params["B"]), int(params["T"]), int(params["world_size"])
     fused_proj = params.get("proj", "split") == "fused"
@@ -178,12 +160,7 @@ def case(variant: str, params: dict, device) -> Case:
         return trainer.step(inputs["tokens"], inputs["targets"])
 
     def check(inputs: dict, loss) -> CheckResult:
-        losses = [float(loss)] + [float(fn(inputs)) for _ in range(CHECK_STEPS)]
-        finite = all(math.isfinite(v) for v in losses)
-        falls = losses[-1] < losses[0]
-        return CheckResult(passed=finite and falls,
-                           reference=f"loss finite, and lower after {CHECK_STEPS} more steps on the same batch",
-                           detail={"losses": losses, "finite": finite, "falls": falls})
+        return loss_falls(loss, lambda: fn(inputs))
 
     fpt = flops_per_token(cfg, T, activation_checkpointing=spec.ac)
     mem = predict(cfg, B, T, mode=spec.mode, world_size=world, dtype=params["dtype"], compiled=spec.compile,

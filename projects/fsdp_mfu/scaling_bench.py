@@ -18,16 +18,14 @@ FSDP_MFU_SCALING_MODELS (e.g. ``llama_1b``) and FSDP_MFU_SCALING_GPUS (e.g. ``1,
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
 from gpufolio.api import Bench, Case, CheckResult, Metric, Timing, Unsupported, Variant, Work
 
 from . import scaling as S
+from .bench_common import TUNED_STEP, fresh_process_state, loss_falls
 from .flops import PEAK_BF16_FLOPS
-
-# bench.py imports this module for its BENCHES: what this one needs from bench.py is imported where it is used.
 
 LOSS_STEPS = 3  # steps from the initial weights on fixed data, before timing (they are also the warm-up)
 PROFILE_STEPS = 2
@@ -65,10 +63,7 @@ def configs(mode: str) -> list[dict]:
     if mode == "dry":  # CPU, gloo, 4 ranks: every strategy (HSDP as 2 groups of 2), tiny fp32 model, eager
         return [{"model": "tiny", "scaling": "weak", "gpus": 4, "B": 2, "G": 8, "T": 32, "hsdp_shard": 2,
                  "reshard": True, "dtype": "float32", "sdpa": "auto", "proj": "fused", "clip": "foreach"}]
-    from .bench import HEADLINE
-
-    # the one-GPU headline's step at every point: cuDNN attention, fused projections, clip folded into AdamW
-    step = {"dtype": "bfloat16", "sdpa": HEADLINE["sdpa"], "proj": HEADLINE["proj"], "clip": HEADLINE["clip"]}
+    step = {"dtype": "bfloat16", **TUNED_STEP}  # the one-GPU headline's step at every point
     models = _selected(os.environ.get("FSDP_MFU_SCALING_MODELS"), str)
     gpu_counts = _selected(os.environ.get("FSDP_MFU_SCALING_GPUS"), int)
     out: list[dict] = []
@@ -117,7 +112,6 @@ def case(variant: str, params: dict, device) -> Case:
     import torch
 
     from . import rank_pool
-    from .bench import CHECK_STEPS, _fresh_process_state
     from .configs import get_config
     from .flops import flops_per_token, peak_flops
 
@@ -125,7 +119,7 @@ def case(variant: str, params: dict, device) -> Case:
     _refuse_what_cannot_run(point, device)
     cfg = get_config(point.model)
     on_cuda = device.type == "cuda"
-    _fresh_process_state(device)  # the worker's own cached blocks (earlier cases) would crowd rank 0's GPU
+    fresh_process_state(device)  # the worker's own cached blocks (earlier cases) would crowd rank 0's GPU
     train_config = {"mode": point.mode, "dtype": params["dtype"], "compile": on_cuda,
                     "reshard_after_forward": point.reshard, "shard_size": point.hsdp_shard,
                     "sdpa_backend": params["sdpa"], "fused_proj": params["proj"] == "fused",
@@ -145,13 +139,7 @@ def case(variant: str, params: dict, device) -> Case:
         return torch.tensor(sum(per_rank) / len(per_rank))
 
     def check(inputs: dict, loss) -> CheckResult:
-        seq = [float(loss)] + [float(fn(inputs)) for _ in range(CHECK_STEPS)]
-        finite = all(math.isfinite(v) for v in seq)
-        falls = seq[-1] < seq[0]
-        return CheckResult(passed=finite and falls,
-                           reference=f"mean loss over ranks finite, and lower after {CHECK_STEPS} more steps on "
-                                     "the same batch",
-                           detail={"losses": seq, "finite": finite, "falls": falls})
+        return loss_falls(loss, lambda: fn(inputs), subject="mean loss over ranks")
 
     fpt = flops_per_token(cfg, point.seq)
     tokens = point.tokens_per_step
