@@ -33,6 +33,7 @@ PALETTE = ["#3949ab", "#00897b", "#f4511e", "#8e24aa", "#c0ca33", "#6d4c41", "#1
 DISPLAY_DPI = 110  # the size a chart is shown at; savefig draws twice as many pixels (srcset 2x on the page)
 MAX_LEGEND = 8
 OTHERS = "#bdbdbd"
+BASELINE_LINES = ["#757575", "#a1887f", "#ef6c00", "#00838f", "#ad1457", "#9e9d24", "#5d4037", "#546e7a"]
 
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 2 * DISPLAY_DPI, "font.size": 9, "axes.spines.top": False,
                      "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "gpufolio"})
@@ -163,8 +164,8 @@ def variant_lines(path: Path, rows: pd.DataFrame, x: str, title: str) -> Path:
     for v, g in groups:
         g = g.sort_values("x")
         xs = g.x if numeric else g.x.astype(str)
-        if v in bases:
-            ax.plot(xs, g.value, marker="s", ms=4, ls="--", color=BASELINE if v == bases[0] else "#616161",
+        if v in bases:  # dashed, squares, each its own muted colour (five SDPA backends must stay apart)
+            ax.plot(xs, g.value, marker="s", ms=4, ls="--", color=BASELINE_LINES[bases.index(v) % len(BASELINE_LINES)],
                     label=_wrap(g.iloc[0].label, 48), zorder=3)
         elif v in keep:
             ax.plot(xs, g.value, marker="o", ms=4, color=next(colour), label=_wrap(g.iloc[0].label, 48), zorder=2)
