@@ -6,7 +6,6 @@ the load generator's client: the same work as ``llm_engine.run_online``, plus HT
 """
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 
@@ -46,7 +45,7 @@ def http_online(engine: LLMEngine, prompts: list[list[int]], output_lens: list[i
     server = _SERVERS[key]
     server.app.state.loop.max_in_flight = max(server.app.state.loop.max_in_flight, len(prompts) + 1)
     plan = sorted(zip(arrival_s, prompts, output_lens, range(len(prompts))))
-    results, _ = asyncio.run(loadgen.run_plan(server.url, "bench", [(a, p, n) for a, p, n, _ in plan],
+    results, _ = loadgen.run_sync(loadgen.run_plan(server.url, "bench", [(a, p, n) for a, p, n, _ in plan],
                                               max_duration_s))
     by_index = {i: r for (_, _, _, i), r in zip(plan, results)}
     missing = [i for i in range(len(prompts)) if i not in by_index or not by_index[i].completed]

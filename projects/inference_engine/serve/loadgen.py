@@ -29,6 +29,19 @@ import httpx
 import numpy as np
 
 
+def run_sync(coro):
+    """``asyncio.run(coro)``, also from a thread whose event loop is already running (a notebook, or a test
+    process where a browser driver left one), by giving the coroutine a thread and a loop of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="loadgen") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 @dataclass
 class Workload:
     num_requests: int
@@ -209,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        rows = asyncio.run(sweep(args))
+        rows = run_sync(sweep(args))
     except (httpx.HTTPError, ValueError) as e:
         print(f"error: {args.url}: {e}", file=sys.stderr)
         return 2

@@ -221,7 +221,9 @@ def test_100_concurrent_streams_complete_with_hf_tokens(server, reference):
             return await asyncio.gather(*(_stream_one(http, server.url, distinct[k], n) for k, n in zip(picks, lens)))
 
     t0 = time.perf_counter()
-    outs = asyncio.run(run())
+    from gpufolio_projects.inference_engine.serve.loadgen import run_sync
+
+    outs = run_sync(run())
     assert time.perf_counter() - t0 < 90
     assert outs == [reference(distinct[k])[:n] for k, n in zip(picks, lens)]
     assert _idle(server)
