@@ -16,8 +16,8 @@ classic T(N0)·N0 / (T(N)·N). Both are 1 for perfect scaling.
 Strategies: ddp (every rank holds every parameter, gradients all-reduced), fsdp2 (every parameter sharded over
 all N ranks), hsdp (sharded within groups of ``hsdp_shard`` ranks, replicated across them: the layout of N/shard
 nodes; on one 8-GPU node, 2 groups of 4). A point runs only where ``memory.predict`` says it fits one GPU; DDP
-does not fit the 8B shape at any batch (16 bytes of training state per parameter: 120 GiB), so that model is
-FSDP2 and HSDP only.
+does not fit the 8B shape at any batch (16 bytes of training state per parameter, ~120 GiB, plus autocast's
+bf16 weight copies), so that model is FSDP2 and HSDP only.
 
 Importable without torch: the bench's configs read it on machines with none.
 """
