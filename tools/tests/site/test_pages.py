@@ -173,3 +173,16 @@ def test_runs_page_folds_each_run_and_prints_no_dicts(rendered):
     assert text.count('??? info "Stamp"') == rendered.df.run_id.nunique()
     assert "{'" not in text and "': " not in text  # no Python dict reprs
     assert "--out " not in text
+
+
+def test_variant_table_caption_is_the_benchs_declared_metric(rendered):
+    """A run whose first row has no number (a skipped variant) still captions its table with the bench's unit."""
+    from gpufolio.site import select as S
+
+    df = rendered.df
+    run = S.latest_run(df[df.project == "gemm_ladder"], "gemm_ladder", "sgemm").copy()
+    first = run.sort_values(["variant"]).index[0]
+    run.loc[first, ["metric_unit", "value", "status"]] = [None, None, "skipped"]
+    ctx = type("Ctx", (), {"page": "projects/gemm_ladder.md"})()
+    caption = T.variant_table(run, ctx).rsplit("\n", 1)[-1]
+    assert caption.startswith("*TFLOP/s, higher is better;"), caption
