@@ -191,6 +191,23 @@ def render(ctx: RenderCtx, threshold: float = C.THRESHOLD) -> list[str]:
     return [*written, REGRESSIONS_PAGE]
 
 
+def project_note(regs: pd.DataFrame, page: str, most: int = 5) -> list[str]:
+    """The warning a project page opens with when its candidates regressed: the worst few, then a link."""
+    if regs.empty:
+        return []
+    worst = regs.sort_values("time_change", ascending=False).head(most)
+    n = len(regs)
+    lines = [f'!!! warning "{n} regression{"s" * (n != 1)} beyond noise"', "",
+             "    Slower than the previous counted run while the run's own baseline was not "
+             f"([rule and every case]({R.rel_link(page, REGRESSIONS_PAGE)})):", ""]
+    lines += [f"    - `{r['bench']}` {R.md_escape(r['label'])}, {R.md_escape(r['params_text'])}: "
+              f"{r['time_change'] * 100:+.1f} % median time, run {r['prev_run']} to {r['run_id']}"
+              for r in worst.to_dict("records")]
+    if n > most:
+        lines.append(f"    - and {n - most} more")
+    return lines + [""]
+
+
 def regressions_page(regs: pd.DataFrame, rule: str, site: R.Site, page: str = REGRESSIONS_PAGE) -> list[str]:
     parts = ["# Regressions", "", rule, ""]
     if regs.empty:

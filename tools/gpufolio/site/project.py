@@ -7,7 +7,7 @@ import textwrap
 
 import pandas as pd
 
-from . import charts, pages, writeup
+from . import charts, history, pages, writeup
 from . import records as R
 from . import select as S
 from . import tables as T
@@ -36,6 +36,7 @@ def render_project(ctx: RenderCtx, project: str, extra_pages: list[tuple[str, st
     else:
         parts += ["## Headline results", "", pages.phone_cards(T.headline_table(df, project, ctx.site, page)), ""]
         parts += [_headline_chart(ctx, h, page) for h in heads]
+        parts += history.project_note(history.regressions(history.points(df)), page)
     parts += T.other_gpu_sections(df, project, ctx.site, page)  # another GPU model: its own section
     if extra_pages:
         parts += ["## More on this project", ""] + [f"- [{t}]({R.rel_link(page, p)})" for t, p in extra_pages] + [""]

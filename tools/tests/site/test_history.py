@@ -54,6 +54,15 @@ def test_only_counted_runs_are_points():
     assert H.regressions(pts).empty  # the slow runs on another GPU, dry or dirty are not compared
 
 
+def test_a_project_page_opens_with_its_regressions():
+    regs = H.regressions(H.points(frame(STORE)))
+    note = "\n".join(H.project_note(regs, "projects/fused_kernels/index.md"))
+    assert note.startswith('!!! warning "1 regression beyond noise"')
+    assert "+20.0 % median time, run 20261201T100000Z-000001 to 20261202T100000Z-000002" in note
+    assert "](../../regressions.md)" in note
+    assert H.project_note(H.regressions(H.points(frame(run(1, 1.0, 2.0)))), "x.md") == []
+
+
 @pytest.fixture
 def pages(tmp_path):
     docs = tmp_path / "docs"
