@@ -2,7 +2,7 @@
 per variant of one run (ours as a line, torch.compile / Liger / eager as labelled points), one panel per token
 count the run measured (T = 2d, the headline, and T = d, where every token fits the head).
 
-    python -m gpufolio_projects.fused_kernels.plot_lce RUN_ID   # writes evidence/lce_tradeoff.png
+    python -m gpufolio_projects.fused_kernels.plot_lce RUN_ID   # writes evidence/<run date>-lce-tradeoff.png
 
 Reads projects/fused_kernels/results/*.jsonl only; every number drawn comes from the named run.
 """
@@ -83,4 +83,5 @@ def plot(run_id: str, out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    print(plot(sys.argv[1], HERE / "evidence" / "lce_tradeoff.png"))
+    run_id = sys.argv[1]  # 20261202T163441Z-1b2f21: the chart is named by its run's date, like all evidence
+    print(plot(run_id, HERE / "evidence" / f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}-lce-tradeoff.png"))

@@ -1,7 +1,7 @@
 // The tile sizes rungs 09-11 were chosen from (not rungs). Each family's configs live in their own .cu file
 // (sweep_block.cu, sweep_warp.cu, sweep_cp_async.cu) so the cold build compiles them in parallel;
 // ../sgemm_sweep.py times all of them at 4096^3 on the H200, and the fastest of each family becomes the rung
-// (evidence/sweep_*.txt).
+// (evidence/*-sgemm-sweep-*.txt).
 #pragma once
 #include <cuda_runtime.h>
 
