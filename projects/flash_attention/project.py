@@ -4,6 +4,11 @@ The bench stages keep the tuner's picks and timings (tune.json) beside their rec
 """
 from gpufolio.lab import Stage, bench, gpu_tests, module
 
+# The project's facts (gpufolio.project_facts reads these literals without running this file).
+TITLE = "FlashAttention"
+ORDER = 2
+HOME_BENCHES = ("attention_fwd", "attention_fwd_bwd")  # the bench the home page quotes, in order of preference
+
 P = "flash_attention"
 TUNE = {"GPUFOLIO_FA_TUNE_FILE": "{out}/tune.json", "GPUFOLIO_FA_TUNE_VERBOSE": "1"}
 # Forward configs too risky for the bench (warp specialisation), timed by experiment.py.

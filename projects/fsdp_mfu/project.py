@@ -4,6 +4,11 @@ The stages share one Inductor cache: settings and stages that compile the same g
 """
 from gpufolio.lab import bench, gpu_tests, module
 
+# The project's facts (gpufolio.project_facts reads these literals without running this file).
+TITLE = "FSDP and MFU"
+ORDER = 4
+HOME_BENCHES = ("train_step",)  # the bench the home page quotes
+
 P = "fsdp_mfu"
 INDUCTOR = {"TORCHINDUCTOR_CACHE_DIR": "/tmp/gpufolio-inductor-fsdp_mfu"}
 PROFILED = "fsdp2_compile+noreshard+fold_clip+fused_proj@32!"  # profile_step.py's setting syntax

@@ -4,6 +4,13 @@ Default: every bench in one quick run, then the GPU tests. The tuning sweeps (tu
 """
 from gpufolio.lab import bench, gpu_tests, module
 
+# The project's facts (gpufolio.project_facts reads these literals without running this file).
+TITLE = "Fused kernels"
+ORDER = 3
+# The bench the home page quotes, in order of preference. add+RMSNorm is the op the project is judged on;
+# RMSNorm alone is its residual-free special case.
+HOME_BENCHES = ("add_rmsnorm", "rmsnorm", "swiglu", "linear_cross_entropy")
+
 P = "fused_kernels"
 TUNE = "gpufolio_projects.fused_kernels.tune"
 INDUCTOR = {"TORCHINDUCTOR_CACHE_DIR": "/tmp/gpufolio-inductor-fused_kernels"}

@@ -5,6 +5,12 @@ default (name them: ``gemm_ladder:sweep,ncu_sgemm``): the tile sweep, the probe 
 """
 from gpufolio.lab import Stage, bench, gpu_tests, module
 
+# The project's facts (gpufolio.project_facts reads these literals without running this file).
+TITLE = "GEMM ladder"
+ORDER = 1
+HOME_BENCHES = ("bf16_gemm", "sgemm")  # the bench the home page quotes, in order of preference
+NEEDS_NVCC = True  # its kernels are CUDA C++ compiled at run time
+
 LAB = "gpufolio_projects.gemm_ladder.lab"
 TESTS = "projects/gemm_ladder/tests"
 VERBOSE = {"GPUFOLIO_BUILD_VERBOSE": "1"}  # ninja echoes every nvcc line, ptxas -v included

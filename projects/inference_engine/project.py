@@ -1,6 +1,11 @@
 """inference_engine's facts for the harness: the stages of a lab run (``python -m gpufolio lab inference_engine``)."""
 from gpufolio.lab import bench, gpu_tests, module
 
+# The project's facts (gpufolio.project_facts reads these literals without running this file).
+TITLE = "Inference engine"
+ORDER = 5
+HOME_BENCHES = ("decode_b1", "offline_throughput", "online")  # the bench the home page quotes, by preference
+
 P = "inference_engine"
 
 STAGES = (

@@ -7,6 +7,13 @@ STAGES: a lab run (``python -m gpufolio lab oss_pr_notes``): the backward repro'
 """
 from gpufolio.lab import bench, gpu_tests
 
+# The project's facts (gpufolio.project_facts reads these literals without running this file).
+TITLE = "Open-source PR notes"
+ORDER = 6
+# The bench the home page quotes: the prepared contribution first; the forward note is a measured dead end
+# (status: idea).
+HOME_BENCHES = ("liger_fused_add_rmsnorm_bwd", "liger_fused_add_rmsnorm")
+
 P = "oss_pr_notes"
 ENTRY_POINTS = ("bench.py", "notes/*/repro/bench.py")
 

@@ -4,11 +4,7 @@ Flow (../DESIGN): projects/<p>/bench.py -> gpufolio harness -> projects/<p>/resu
 """
 __version__ = "0.1.0"
 
-PROJECTS = (
-    "gemm_ladder",
-    "flash_attention",
-    "fused_kernels",
-    "fsdp_mfu",
-    "inference_engine",
-    "oss_pr_notes",
-)
+from . import project_facts
+
+# The folders under projects/ with a project.py, in their stated ORDER (project_facts: nothing here names one).
+PROJECTS = project_facts.names()

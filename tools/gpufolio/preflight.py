@@ -19,9 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import PROJECTS
-
-NEEDS_NVCC = ("gemm_ladder",)  # projects that compile CUDA C++ with nvcc at run time
+from . import PROJECTS, project_facts
 
 
 @dataclass
@@ -153,7 +151,7 @@ def left_out(found: Found, projects: list[str]) -> dict[str, str]:
     if found.nvcc:
         return {}
     why = "nvcc not found (its CUDA kernels are compiled at run time; set CUDA_HOME or put nvcc on PATH)"
-    return {p: why for p in projects if p in NEEDS_NVCC}
+    return {p: why for p in projects if project_facts.facts(p).needs_nvcc}  # its project.py: NEEDS_NVCC
 
 
 def _bench_projects(args: list[str]) -> tuple[list[str], bool]:

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import PROJECTS
+from . import PROJECTS, project_facts
 
 SCHEMA_VERSION = 1
 
@@ -48,18 +48,18 @@ def validate(record: dict, where: str = "record") -> None:
         missing = [k for k in schema()["required"] if k not in record]
         if missing:
             raise RecordError(f"{where}: (top level): {missing[0]!r} is a required property")
-        return
-    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        path = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise RecordError(f"{where}: {path}: {err.message}")
+    else:
+        errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
+        if errors:
+            err = errors[0]
+            path = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            raise RecordError(f"{where}: {path}: {err.message}")
+    # The projects are discovered (project_facts), so the schema cannot list them: checked here, named the same way.
+    if record["project"] not in PROJECTS:
+        raise RecordError(f"{where}: project: {record['project']!r} is not one of {list(PROJECTS)}")
 
 
-def repo_root() -> Path:
-    """The checkout this package lives in (editable install): tools/gpufolio/ -> repo root."""
-    env = os.environ.get("GPUFOLIO_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
+repo_root = project_facts.repo_root  # the checkout (GPUFOLIO_ROOT wins): where the projects are discovered
 
 
 def results_dir(project: str, root: Path | None = None) -> Path:

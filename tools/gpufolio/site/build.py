@@ -95,7 +95,8 @@ def render(repo_root: Path | None = None, results_root: Path | None = None, docs
     site = site or C.load(repo_root)
     ctx = RenderCtx(df, site, docs_dir, repo_root, cache_dir, marker_errors=[] if all_errors else None)
     extra = {p: project.render_writeups(ctx, p) for p in R.projects()}
-    extra["oss_pr_notes"] += _prnote_pages(repo_root, docs_dir, frame)
+    if "oss_pr_notes" in extra:  # the notes pages (gpufolio.prnotes) belong to that project, when the tree has it
+        extra["oss_pr_notes"] += _prnote_pages(repo_root, docs_dir, frame)
     written = [project.render_project(ctx, p, extra.get(p) or []) for p in R.projects()]
     about.render(ctx)
     pages.render_home(ctx)

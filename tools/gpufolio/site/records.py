@@ -21,18 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from .. import PROJECTS
+from .. import PROJECTS, project_facts
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-
-PROJECT_TITLES = {
-    "gemm_ladder": "GEMM ladder",
-    "flash_attention": "FlashAttention",
-    "fused_kernels": "Fused kernels",
-    "fsdp_mfu": "FSDP and MFU",
-    "inference_engine": "Inference engine",
-    "oss_pr_notes": "Open-source PR notes",
-}
 
 STATUS_REASONS = {
     "failed_correctness": "failed correctness check",
@@ -184,7 +175,8 @@ def benches(df: pd.DataFrame, project: str) -> list[str]:
 
 
 def project_title(project: str) -> str:
-    return PROJECT_TITLES.get(project, project)
+    """The TITLE its project.py states (the folder name when it states none)."""
+    return project_facts.facts(project).title
 
 
 def projects() -> tuple[str, ...]:

@@ -13,21 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from .. import project_facts
 from . import records as R
-
-# The bench the home page quotes for each project, in order of preference (a project page shows all of them).
-# Benches not named here are still shown; a project with none of these falls back to its first bench by name.
-HOME_BENCH = {
-    "gemm_ladder": ("bf16_gemm", "sgemm"),
-    "flash_attention": ("attention_fwd", "attention_fwd_bwd"),
-    # add+RMSNorm is the op the project's issue is judged on; RMSNorm alone is its residual-free special case.
-    "fused_kernels": ("add_rmsnorm", "rmsnorm", "swiglu", "linear_cross_entropy"),
-    "fsdp_mfu": ("train_step",),
-    "inference_engine": ("decode_b1", "offline_throughput", "online"),
-    # The prepared contribution first; the forward note is a measured dead end (status: idea).
-    "oss_pr_notes": ("liger_fused_add_rmsnorm_bwd", "liger_fused_add_rmsnorm"),
-}
-
 
 @dataclass
 class Headline:
@@ -110,9 +97,10 @@ def other_gpus(df: pd.DataFrame, project: str | None = None) -> list[str]:
 
 
 def home_headline(df: pd.DataFrame, project: str) -> Headline | None:
-    """The one bench a project is quoted by on the home page and in the README."""
+    """The one bench a project is quoted by on the home page and in the README: the first of its project.py's
+    HOME_BENCHES that has a headline (a project page shows all of them), else its first bench by name."""
     heads = {h.bench: h for h in project_headlines(df, project)}
-    for bench in HOME_BENCH.get(project, ()):
+    for bench in project_facts.facts(project).home_benches:
         if bench in heads:
             return heads[bench]
     return heads[min(heads)] if heads else None
