@@ -12,27 +12,11 @@ from __future__ import annotations
 import math
 
 from gpufolio.api import GBPS, TIME_MS, Bench, Case, CheckResult, Timing, Tolerance, Unsupported, Variant, Work
+from gpufolio.check import summed_tolerance, tolerance_for
 
 from .baselines import liger_missing, quack_missing
 
 PROJECT = "fused_kernels"
-
-# Per output dtype, elementwise |out - ref| <= atol + rtol*|ref| against an fp32 reference on upcast inputs.
-# bf16/fp16: a few units of the last place (2^-8, 2^-11) of the stored output plus rounded inputs; fp32: sums
-# over rows of 4096-8192 terms taken in another order than PyTorch's.
-TOL = {
-    "float32": Tolerance(atol=5e-5, rtol=5e-5),
-    "float16": Tolerance(atol=2e-3, rtol=4e-3),
-    "bfloat16": Tolerance(atol=1.6e-2, rtol=1.6e-2),
-}
-
-
-def _sum_tol(dtype: str, n_terms: int) -> Tolerance:
-    """A gradient summed over n rows (dweight): each term carries its inputs' rounding, so the error of the
-    sum grows like sqrt(n) while its typical size does too."""
-    base = TOL[dtype]
-    return Tolerance(atol=base.atol * 2 * math.sqrt(n_terms), rtol=base.rtol)
-
 
 def _variants(candidates: tuple[tuple[str, str], ...], quack: str = "") -> list[Variant]:
     """``quack``: the label of QuACK's baseline where it has the op ("" where it has none: SwiGLU)."""
@@ -224,10 +208,10 @@ def _rowwise_case(bench: str):
                 cots = {k: inp[k].float() for k in spec["cots"]} if train else {}
                 return tuple(t.detach() for t in run(EAGER[bench], cots, primals))
 
-        tol = {i: TOL[dtype] for i in range(8)}
+        tol = {i: tolerance_for(dtype) for i in range(8)}
         if train and "w" in spec["primals"]:
             n_out = len(spec["cots"])
-            tol[n_out + spec["primals"].index("w")] = _sum_tol(dtype, T)
+            tol[n_out + spec["primals"].index("w")] = summed_tolerance(dtype, T)
         e = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         return Case(fn=fn, make_inputs=make_inputs, reference=reference, tolerance=tol,
                     work=Work(bytes=_rowwise_bytes(bench, T, N, e, pas)), reference_name="fp32", timing=FAST_TIMING,
@@ -310,7 +294,7 @@ def _lce_case(variant: str, p: dict, device) -> Case:
         with torch.enable_grad():
             loss = eager_linear_cross_entropy(x, w, inp["y"], ls)
             ref = (loss.detach(), *torch.autograd.grad(loss, (x, w)))
-        rtol = TOL[dtype].rtol
+        rtol = tolerance_for(dtype).rtol
         detail, ok = {}, True
         for name, o, r in zip(("loss", "grad_x", "grad_w"), out, ref):
             o = o.float()

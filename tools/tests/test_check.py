@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpufolio.api import Case, FlashRule, Tolerance, Work  # noqa: E402
-from gpufolio.check import compare, compare_flash_rule, poison, tolerance_for  # noqa: E402
+from gpufolio.check import compare, compare_flash_rule, poison, summed_tolerance, tolerance_for  # noqa: E402
 
 
 def test_compare_passes_within_tolerance_and_reports_errors():
@@ -60,6 +60,11 @@ def test_tolerance_table_has_every_dtype_we_bench():
         assert 0 < t.rtol < 0.05 and math.isfinite(t.atol)
     with pytest.raises(KeyError):
         tolerance_for("int8")
+
+
+def test_a_sum_over_n_rows_widens_atol_by_2_sqrt_n_and_keeps_rtol():
+    base, summed = tolerance_for("bfloat16"), summed_tolerance("bfloat16", 4096)
+    assert summed.atol == pytest.approx(base.atol * 2 * 64) and summed.rtol == base.rtol
 
 
 def test_case_requires_a_way_to_check():
