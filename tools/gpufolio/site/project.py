@@ -152,6 +152,8 @@ def _progress(ctx: RenderCtx, project: str, page: str) -> list[str]:
         meta = R.bench_meta(ctx.df, project, bench)
         rows = ctx.df[(ctx.df.project == project) & (ctx.df.bench == bench) & ctx.df.is_headline_metric.astype(bool)
                       & ctx.df.reason.isna() & ctx.df.value.notna()]
+        if rows.empty:  # (an empty list below would select no columns, not no rows)
+            continue
         rows = rows[[R.params_match(p, meta.get("headline_params") or {}) for p in rows.params]]
         if rows.run_id.nunique() < 2:
             continue

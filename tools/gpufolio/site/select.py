@@ -16,6 +16,7 @@ import pandas as pd
 from .. import project_facts
 from . import records as R
 
+
 @dataclass
 class Headline:
     project: str

@@ -74,7 +74,7 @@ def test_lower_is_better_ratio_orientation():
 
 
 def test_home_headline_has_one_row_per_project_and_none_for_unmeasured(df):
-    assert S.home_headline(df, "gemm_ladder").bench == "bf16_gemm"  # HOME_BENCH prefers it
+    assert S.home_headline(df, "gemm_ladder").bench == "bf16_gemm"  # its project.py's HOME_BENCHES prefer it
     assert S.home_headline(df, "oss_pr_notes") is None
 
 
