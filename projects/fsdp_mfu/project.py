@@ -33,6 +33,6 @@ STAGES = (
             env={**INDUCTOR, "FSDP_MFU_SCALING_MODELS": model, "FSDP_MFU_SCALING_GPUS": gpus})
       for model, gpus, timeout in SCALING_CALLS),
     # Training stops itself before the stage's limit: the final evaluation, stamp and plot come after it.
-    module("loss_curve", "gpufolio_projects.fsdp_mfu.loss_curve", "--out", "{out}/loss_curve", "--steps", "400",
+    module("loss_curve", "gpufolio_projects.fsdp_mfu.lab.loss_curve", "--out", "{out}/loss_curve", "--steps", "400",
            "--max-seconds", "60", limit_s=75, default=False, env=INDUCTOR),
 )

@@ -12,7 +12,7 @@ ORDER = 3
 HOME_BENCHES = ("add_rmsnorm", "rmsnorm", "swiglu", "linear_cross_entropy")
 
 P = "fused_kernels"
-TUNE = "gpufolio_projects.fused_kernels.tune"
+TUNE = "gpufolio_projects.fused_kernels.lab.tune"
 INDUCTOR = {"TORCHINDUCTOR_CACHE_DIR": "/tmp/gpufolio-inductor-fused_kernels"}
 
 STAGES = (

@@ -13,6 +13,6 @@ STAGES = (
           limit_s=100),
     bench(P, "bench_full", limit_s=560, default=False),
     gpu_tests("tests", "projects/inference_engine", "-q", limit_s=60),
-    module("profile", "gpufolio_projects.inference_engine.profile_decode", "--out", "{out}", "--stages",
+    module("profile", "gpufolio_projects.inference_engine.lab.profile_decode", "--out", "{out}", "--stages",
            "kernels,step,gemv,offline", limit_s=60, what="decode kernels, one step, the GEMV sweep, offline"),
 )

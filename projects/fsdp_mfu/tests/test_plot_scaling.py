@@ -3,7 +3,7 @@ line, the newest record of a point, the loss difference to the base point, and a
 from __future__ import annotations
 
 import pytest
-from gpufolio_projects.fsdp_mfu import plot_scaling as P
+from gpufolio_projects.fsdp_mfu.lab import plot_scaling as P
 
 
 def rec(variant, gpus, scaling, tok_s, mfu, *, model="llama_1b", B=32, G=None, loss=5.0, created="2026-12-04T10:00",

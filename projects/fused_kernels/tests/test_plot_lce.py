@@ -1,6 +1,6 @@
 """The trade-off chart is drawn from one run's committed records, one panel per token count."""
 import pytest
-from gpufolio_projects.fused_kernels import plot_lce
+from gpufolio_projects.fused_kernels.lab import plot_lce
 
 RUN = "20261203T053445Z-7ab1a4"  # the first run with both token counts (committed under results/)
 

@@ -2,7 +2,7 @@
 launchable and within the register budget the module states."""
 import pytest
 
-from gpufolio_projects.inference_engine.tune_gemv import candidates
+from gpufolio_projects.inference_engine.lab.tune_gemv import candidates
 
 
 @pytest.mark.parametrize("K,silu", [(2048, False), (2048, True), (8192, False), (3000, False), (16384, False)])

@@ -2,7 +2,7 @@
 (experimental compiler features that may fail to compile, miscompile or hang). Prints as it goes, so a hang
 under `timeout` still leaves the earlier lines. Its timings are for choosing configs, never for a writeup.
 
-    python -m gpufolio_projects.flash_attention.experiment 128,128,8,3 128,128,4,2,ws [--causal]
+    python -m gpufolio_projects.flash_attention.lab.experiment 128,128,8,3 128,128,4,2,ws [--causal]
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def main() -> None:
     import torch
     import triton.testing
 
-    from .kernels.launch import attn_fwd
-    from .kernels.tuning import KernelConfig
+    from ..kernels.launch import attn_fwd
+    from ..kernels.tuning import KernelConfig
 
     shape = (16384 // a.S, 16, a.S, a.D)
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3))

@@ -2,7 +2,7 @@
 per variant of one run (ours as a line, torch.compile / Liger / eager as labelled points), one panel per token
 count the run measured (T = 2d, the headline, and T = d, where every token fits the head).
 
-    python -m gpufolio_projects.fused_kernels.plot_lce RUN_ID   # writes evidence/<run date>-lce-tradeoff.png
+    python -m gpufolio_projects.fused_kernels.lab.plot_lce RUN_ID   # writes evidence/<run date>-lce-tradeoff.png
 
 Reads projects/fused_kernels/results/*.jsonl only; every number drawn comes from the named run.
 """
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+PROJECT = Path(__file__).resolve().parents[1]
 SHAPE = {"d": 4096, "V": 128256, "label_smoothing": 0.0}
 TOKENS = (8192, 4096)
 
@@ -21,7 +21,7 @@ def load(run_id: str, T: int) -> list[dict]:
     """(variant, role, time ms, peak extra GiB) of every ok LCE record of the run at SHAPE with T tokens."""
     want = dict(SHAPE, T=T)
     rows = []
-    for path in sorted((HERE / "results").glob("*.jsonl")):
+    for path in sorted((PROJECT / "results").glob("*.jsonl")):
         for line in path.read_text().splitlines():
             r = json.loads(line)
             if (r["run_id"] != run_id or r["bench"] != "linear_cross_entropy" or r["status"] != "ok"
@@ -84,4 +84,4 @@ def plot(run_id: str, out: Path) -> Path:
 
 if __name__ == "__main__":
     run_id = sys.argv[1]  # 20261202T163441Z-1b2f21: the chart is named by its run's date, like all evidence
-    print(plot(run_id, HERE / "evidence" / f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}-lce-tradeoff.png"))
+    print(plot(run_id, PROJECT / "evidence" / f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}-lce-tradeoff.png"))

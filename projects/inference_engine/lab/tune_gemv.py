@@ -7,7 +7,7 @@ Timing: one CUDA graph of the call over each of the model's 16 layer weights (4 
 L2 holds none of the weights a call reads and the in-graph launch gaps of the real step are included; the
 graph is replayed and timed with CUDA events (median of 7 timings of 10 replays).
 
-    python -m gpufolio_projects.inference_engine.profile_decode --out DIR --stages gemv   (on the GPU)
+    python -m gpufolio_projects.inference_engine.lab.profile_decode --out DIR --stages gemv   (on the GPU)
 
 writes DIR/gemv_configs.json (the fastest config per shape, with the measurements) and installs it for the
 stages after it in the same process; copy it next to triton_gemv.py to make it the engine's table.
@@ -18,8 +18,8 @@ import json
 import statistics
 from collections.abc import Callable
 
-from .decode_probe import replay_ms
-from .triton_gemv import config_key
+from ..decode_probe import replay_ms
+from ..triton_gemv import config_key
 
 
 def candidates(K: int, silu_mul: bool) -> list[dict]:
@@ -69,9 +69,9 @@ def sweep(torch, model, log, out_path: str) -> dict[str, dict]:
     """Time every candidate per shape; write and return {config key: fastest config}."""
     import torch.nn.functional as F
 
-    from . import triton_gemv
-    from .triton_gemv import fused_linear
-    from .triton_ops import add_rmsnorm, silu_mul
+    from .. import triton_gemv
+    from ..triton_gemv import fused_linear
+    from ..triton_ops import add_rmsnorm, silu_mul
 
     nw, eps = model.norm.weight, model.config.rms_norm_eps
     table, report = {}, {}

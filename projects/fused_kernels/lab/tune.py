@@ -1,6 +1,6 @@
 """Launch-parameter sweeps and a timing breakdown for the GPU box (tuning only: records come from the harness).
 
-    python -m gpufolio_projects.fused_kernels.tune [copy] [norm] [odd] [odd_compile] [swiglu] [prof] [lce]
+    python -m gpufolio_projects.fused_kernels.lab.tune [copy] [norm] [odd] [odd_compile] [swiglu] [prof] [lce]
                                                      [lce_head]
 
 Each line is one setting and its median time (triton.testing.do_bench, L2 flushed), so the defaults in ops/
@@ -18,11 +18,11 @@ import torch
 import triton
 from triton.testing import do_bench
 
-from . import baselines
-from .ops import add_rmsnorm as arn
-from .ops import linear_cross_entropy as lce
-from .ops import swiglu as sw
-from .ops.copy import triton_copy
+from .. import baselines
+from ..ops import add_rmsnorm as arn
+from ..ops import linear_cross_entropy as lce
+from ..ops import swiglu as sw
+from ..ops.copy import triton_copy
 
 
 def _gbps(nbytes: float, ms: float) -> str:
@@ -144,7 +144,7 @@ def tune_odd(T: int = 16384) -> None:
 def tune_odd_compile(T: int = 16384) -> None:
     """RMSNorm at the odd widths (the bench's rmsnorm rows): ours (default config, the op the bench calls)
     against torch.compile, forward and forward+backward, one compile per width and pass."""
-    from .ops.rmsnorm import rmsnorm
+    from ..ops.rmsnorm import rmsnorm
 
     _warm_gpu()
     for H in (4097, 8191):
@@ -291,7 +291,7 @@ def tune_lce(d: int = 4096, V: int = 128256) -> None:
 
 
 def _lce_head_steps(d: int, V: int, T: int = 4096) -> None:
-    from .ops import linear_cross_entropy_head as lh
+    from ..ops import linear_cross_entropy_head as lh
 
     x, w, y = _lce_inputs(T, d, V)
     gw = torch.empty(V, d, device="cuda", dtype=torch.bfloat16)

@@ -1,7 +1,7 @@
 """The scaling curve from the ``scaling`` bench's records: efficiency and MFU against the GPU count, one line per
 strategy, weak and strong scaling side by side, one figure per model.
 
-    python -m gpufolio_projects.fsdp_mfu.plot_scaling --out projects/fsdp_mfu/results \\
+    python -m gpufolio_projects.fsdp_mfu.lab.plot_scaling --out projects/fsdp_mfu/results \\
         [--records projects/fsdp_mfu/results/<run>.jsonl ...]   # default: every record of the project
 
 A line is one model, one kind of scaling and one strategy: the weak points at per-rank batch B, or the strong
@@ -17,8 +17,8 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
-from .scaling import STRATEGIES, efficiency
-from .scaling_bench import LOSS_STEPS
+from ..scaling import STRATEGIES, efficiency
+from ..scaling_bench import LOSS_STEPS
 
 LOSS = f"loss_step{LOSS_STEPS}"
 

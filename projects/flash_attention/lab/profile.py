@@ -1,6 +1,6 @@
 """Runs one attention call repeatedly at a bench shape, for ``ncu`` / ``nsys`` (no timing of its own).
 
-    python -m gpufolio_projects.flash_attention.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
+    python -m gpufolio_projects.flash_attention.lab.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
 
 Pin a config for the profile with GPUFOLIO_FA_FWD / _BWD_DKDV / _BWD_DQ = "block_m,block_n,warps,stages";
 otherwise the tuner's pick (its JSON file) is used.
@@ -24,7 +24,7 @@ def main() -> None:
 
     import torch
 
-    from .attention import flash_attention
+    from ..attention import flash_attention
 
     dtype = getattr(torch, a.dtype)
     shape = (a.tokens // a.S, a.H, a.S, a.D)

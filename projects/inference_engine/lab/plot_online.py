@@ -4,8 +4,8 @@ per variant (in process, and through the HTTP server when the run has it). The s
 lowest rate whose tokens/s reaches 95% of the highest the variant reached in the sweep, when a higher rate follows
 it: past it more offered load only adds queueing. The site's results-chart draws a bench's headline metric only, so this plot is made here.
 
-    python projects/inference_engine/evidence/plot_online.py [--run RUN_ID] [--records GLOB]
-        reads projects/inference_engine/results/*.jsonl, writes evidence/online_latency.png
+    python -m gpufolio_projects.inference_engine.lab.plot_online [--run RUN_ID] [--records GLOB]
+        reads projects/inference_engine/results/*.jsonl, writes evidence/<run date>-online-latency.png
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run")
     ap.add_argument("--records", default=os.path.join(PROJECT, "results", "*.jsonl"))
-    ap.add_argument("--out", default=os.path.join(HERE, "online_latency.png"))
+    ap.add_argument("--out", help="default: evidence/<run date>-online-latency.png")
     args = ap.parse_args()
     import matplotlib
 
@@ -83,9 +83,11 @@ def main() -> None:
     fig.suptitle(f"online: Poisson arrivals, {r0['params']['num_requests']} requests per rate, "
                  f"run {r0['run_id']}, {r0['env']['gpu']['name']}", fontsize=10)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    fig.savefig(args.out, dpi=120)
-    print(args.out)
+    run = r0["run_id"]  # 20261202T233704Z-020a6d: the plot is named by its run's date, like all evidence
+    out = args.out or os.path.join(PROJECT, "evidence", f"{run[:4]}-{run[4:6]}-{run[6:8]}-online-latency.png")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    fig.savefig(out, dpi=120)
+    print(out)
 
 
 if __name__ == "__main__":

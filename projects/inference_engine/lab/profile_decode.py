@@ -13,7 +13,7 @@
     prefill  one 32-token prefill (generate with max_tokens=1): wall times, then torch.profiler's CPU and CUDA
              tables, to see where its milliseconds go
 
-    python -m gpufolio_projects.inference_engine.profile_decode --out DIR [--stages gemv,step,prefill,kernels,offline]
+    python -m gpufolio_projects.inference_engine.lab.profile_decode --out DIR [--stages gemv,step,prefill,kernels,offline]
 (appends to DIR/ie_profile.txt)
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from . import bench
+    from .. import bench
 
     os.makedirs(args.out, exist_ok=True)
     out_path = os.path.join(args.out, "ie_profile.txt")
@@ -70,14 +70,14 @@ class _Profiler:
         return self.torch.randint(0, 128256, (n,), generator=self.g).tolist()
 
     def _sp(self, n):
-        from .sampling_params import SamplingParams
+        from ..sampling_params import SamplingParams
 
         return SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True)
 
     # -- stages --------------------------------------------------------------------------------------------
     def step(self) -> None:
         torch, log = self.torch, self.log
-        from .decode_probe import gpu_ms_per_step
+        from ..decode_probe import gpu_ms_per_step
 
         for path, ms in gpu_ms_per_step(self.eng).items():
             log(f"B=1 {path:17s}: {ms:.3f} ms" + ("" if path == "prefill_ms" else
@@ -137,7 +137,7 @@ class _Profiler:
         torch, log = self.torch, self.log
         from torch.profiler import ProfilerActivity, profile
 
-        from .decode_probe import decode_state, kernel_path, release
+        from ..decode_probe import decode_state, kernel_path, release
 
         for path in ("fused", "unfused_triton"):
             with kernel_path(self.eng, path):
@@ -164,7 +164,7 @@ class _Profiler:
         torch, log = self.torch, self.log
         from torch.profiler import ProfilerActivity, profile
 
-        from .decode_probe import release, replay_ms
+        from ..decode_probe import release, replay_ms
 
         eng, B = self.eng, 256
         eng.block_manager.reset_prefix_cache()
@@ -225,7 +225,7 @@ class _Profiler:
         """The bench's quick offline workload (256 requests, outputs capped at 512), step by step, at 8 and 16
         decode steps per chunk: where the wall time goes (prefill, decode chunks, host between them)."""
         log = self.log
-        from . import bench
+        from .. import bench
 
         params = bench._offline_configs("quick")[0]
         in_lens, out_lens = bench._workload(params)

@@ -1,7 +1,7 @@
 """The loss curve on real text: byte_25m (byte-level, ~25M parameters) on Python's standard library source, one
 GPU, through the same FSDP2 code path as the headline (a 1-rank process group).
 
-    python -m gpufolio_projects.fsdp_mfu.loss_curve --out projects/fsdp_mfu/results [--steps 400]
+    python -m gpufolio_projects.fsdp_mfu.lab.loss_curve --out projects/fsdp_mfu/results [--steps 400]
 
 Writes ``loss_curve.json`` (every 10th step's train loss, val loss at step 0 and every 50 steps, tok/s and
 MFU, the config, the environment stamp and provenance) and ``loss_curve.png``. Sized for a GPU slot of about a
@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import train
+from .. import train
 
 
 def stamp() -> dict:
@@ -70,7 +70,7 @@ def main(argv=None) -> None:
                       "--max-seconds", str(a.max_seconds), "--log-json", str(a.out / "loss_curve.partial.json"),
                       *a.extra])
     log.update(stamp(), created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-               command="python -m gpufolio_projects.fsdp_mfu.loss_curve " + " ".join(sys.argv[1:] if argv is None else argv))
+               command="python -m gpufolio_projects.fsdp_mfu.lab.loss_curve " + " ".join(sys.argv[1:] if argv is None else argv))
     (a.out / "loss_curve.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
     plot(log, a.out / "loss_curve.png")
     (a.out / "loss_curve.partial.json").unlink(missing_ok=True)

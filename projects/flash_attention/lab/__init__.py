@@ -1,0 +1,3 @@
+"""flash_attention's lab: tuning, profiling and plotting entry points run by the lab stages in ../project.py
+(`python -m gpufolio lab flash_attention`); nothing in the bench imports them, so they are no source of its numbers.
+"""
