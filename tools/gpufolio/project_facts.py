@@ -8,6 +8,7 @@ A project states its facts in its ``project.py`` as plain literals, read here wi
     ORDER = 1                              # its place in every list (then the folder name)
     HOME_BENCHES = ("bf16_gemm", "sgemm")  # the bench the home page quotes, in order of preference
     NEEDS_NVCC = True                      # it compiles CUDA C++ with nvcc at run time
+    ENTRY_POINTS = ("bench.py", "notes/*/repro/bench.py")  # its bench modules (globs), for the source digest
 
 A seventh project is a folder with a ``project.py``; nothing in the harness names it.
 """
@@ -30,11 +31,12 @@ class ProjectFacts:
     order: int = LAST
     home_benches: tuple[str, ...] = ()
     needs_nvcc: bool = False
+    entry_points: tuple[str, ...] = ()  # () when it states none: the source digest's default
 
 
 # project.py name -> (ProjectFacts field, the type its literal must have)
 _FIELDS = {"TITLE": ("title", str), "ORDER": ("order", int), "HOME_BENCHES": ("home_benches", tuple),
-           "NEEDS_NVCC": ("needs_nvcc", bool)}
+           "NEEDS_NVCC": ("needs_nvcc", bool), "ENTRY_POINTS": ("entry_points", tuple)}
 
 
 def repo_root() -> Path:

@@ -12,6 +12,8 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
+from . import project_facts
+
 # What changes a project's numbers, found from its bench rather than listed by hand:
 #   - the Python modules its bench imports, followed through every project (each import statement, those inside
 #     functions too, and "gpufolio_projects.x.y" names handed to importlib as strings), with their packages;
@@ -69,9 +71,7 @@ def _entry_points(project: str, root: Path) -> tuple[str, ...]:
     facts = root / "projects" / project / "project.py"
     if not facts.is_file():
         return DEFAULT_ENTRY_POINTS
-    import runpy
-
-    return tuple(runpy.run_path(str(facts)).get("ENTRY_POINTS", DEFAULT_ENTRY_POINTS))
+    return project_facts.read(facts).entry_points or DEFAULT_ENTRY_POINTS  # a literal, read without running it
 
 
 def _module_file(tree: Tree, module: str) -> str | None:

@@ -78,6 +78,7 @@ def test_the_real_projects_are_discovered_in_their_stated_order():
                         "oss_pr_notes")
     assert project_facts.facts("gemm_ladder").title == "GEMM ladder"
     assert project_facts.facts("gemm_ladder").needs_nvcc and not project_facts.facts("fsdp_mfu").needs_nvcc
+    assert project_facts.facts("oss_pr_notes").entry_points == ("bench.py", "notes/*/repro/bench.py")
 
 
 def test_facts_are_read_without_running_project_py(tmp_path):
