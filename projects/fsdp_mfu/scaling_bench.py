@@ -3,8 +3,8 @@ scaling, for the ~1B and the Llama-3-8B-shaped configs (scaling.py: the points a
 
 Each case starts N ranks under torchrun and drives them from the harness's worker (rank_pool.py), so the
 harness times, checks and stamps a multi-GPU step like any other: one record per (point, strategy). Headline
-metric: MFU per GPU (% of 989), as train_step's. Beside it: global and per-GPU tokens/s, predicted and measured
-(the largest over ranks) peak memory per rank, NCCL's share of the step and the share of it hidden behind
+metric: MFU per GPU (% of the datasheet bf16 peak), as train_step's. Beside it: global and per-GPU tokens/s,
+predicted and measured (the largest over ranks) peak memory per rank, NCCL's share of the step and the share of it hidden behind
 compute (comm_profile.py), and the mean loss of the first LOSS_STEPS steps from the same initial weights on
 fixed data — the same tokens at every N of a strong-scaling line, so those losses must agree with the one-GPU
 point's. Scaling efficiency compares two records (scaling.efficiency; plot_scaling.py draws it).
@@ -52,7 +52,7 @@ class MfuPerGpu(Metric):
         return 100 * work.flops / work.gpus / median_s / (self.peak_tflops * 1e12)
 
 
-MFU = MfuPerGpu("mfu", "% of 989", True, "flops")
+MFU = MfuPerGpu("mfu", "% of datasheet bf16 peak", True, "flops")
 
 
 def _selected(values: str | None, cast) -> set | None:
@@ -154,7 +154,7 @@ def case(variant: str, params: dict, device) -> Case:
         if not on_cuda:
             return out
         peak = peak_flops(torch.cuda.get_device_name(device))
-        out["mfu_causal"] = (100 * fpt.model_causal * tok_s / point.gpus / peak, "% of 989", True)
+        out["mfu_causal"] = (100 * fpt.model_causal * tok_s / point.gpus / peak, "% of datasheet bf16 peak", True)
         peak_gib = max(m["peak_gib"] for m in pool.call("memory"))
         out["mem_peak_gib"] = (peak_gib, "GiB (largest rank)", False)
         out["mem_pred_err"] = (100 * (mem_pred / peak_gib - 1), "%", False)
