@@ -1,9 +1,9 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from gpufolio.check import tolerance_for
 from gpufolio_projects.fused_kernels.modules import LinearCrossEntropyLoss
 from gpufolio_projects.fused_kernels.ops import linear_cross_entropy as lce
-from gpufolio.check import tolerance_for
 from gpufolio_projects.fused_kernels.tests._ref import leaves
 
 
