@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from gpufolio.api import TFLOPS, Bench, Case, FlashRule, Mode, Timing, Unsupported, Variant, Work
+from gpufolio.api import TFLOPS, Bench, Case, FlashRule, Mode, Timing, Unsupported, Variant, Work, peer_missing
 
 PROJECT = "flash_attention"
 TOKENS = 16384
@@ -35,17 +35,8 @@ SLACK = {"float32": 2e-5, "float16": 1e-4, "bfloat16": 1e-4}
 TIMING = Timing(warmup_ms=50.0, rep_ms=200.0)
 
 def fa4_missing() -> str | None:
-    """``Variant.available`` for FlashAttention-4: None if its CuTe DSL package imports, else why not (a box
-    without the ``peers`` extra skips the baseline). Its kernels target Hopper and Blackwell: sm_90 or newer."""
-    try:
-        import flash_attn.cute  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - ImportError, or the CuTe DSL failing to load its libraries: skip
-        return f"flash-attn-4 not installed ({type(e).__name__}: {e})"[:200]
-    import torch
-
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
-        return "flash-attn-4's CuTe DSL kernels need an sm_90+ GPU"
-    return None
+    """``Variant.available`` for FlashAttention-4 (the ``peers`` extra): its CuTe DSL kernels need sm_90+."""
+    return peer_missing("flash_attn.cute", "flash-attn-4")
 
 
 VARIANTS = [

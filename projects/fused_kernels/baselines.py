@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpufolio.api import peer_missing
+
 EPS = 1e-6
 
 
@@ -18,16 +20,8 @@ def liger_missing() -> str | None:
 
 
 def quack_missing() -> str | None:
-    """``Variant.available`` for QuACK: None if it imports on an sm_90+ GPU, else why not (the ``peers`` extra)."""
-    try:
-        import quack  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - ImportError, or the CuTe DSL failing to load its libraries: skip
-        return f"quack-kernels not installed ({type(e).__name__}: {e})"[:200]
-    import torch
-
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
-        return "QuACK's CuTe DSL kernels need an sm_90+ GPU"
-    return None
+    """``Variant.available`` for QuACK (the ``peers`` extra): its CuTe DSL kernels need sm_90+."""
+    return peer_missing("quack", "quack-kernels")
 
 
 # ---- the eager functions (the reference semantics, and what torch.compile compiles) -----------------------

@@ -88,21 +88,22 @@ def build_app(engine: LLMEngine, model_name: str, tokenizer: Optional[p.Tokenize
         rid, out = request.app.state.loop.submit(prompt, params)
         return body, prompt, rid, out
 
+    async def _respond(request: Request, chat: bool):
+        """Both OpenAI endpoints: admit, then stream as server-sent events or answer with one body."""
+        body, prompt, rid, out = await _admit(request, chat=chat)
+        if body.get("stream"):
+            return _stream(request, body, rid, out, len(prompt), chat=chat)
+        ids, reason = await _collect(request, rid, out)
+        make_body = p.chat_body if chat else p.completion_body
+        return make_body(rid, model_name, ids, tokenizer.decode(ids), reason, len(prompt))
+
     @app.post("/v1/completions")
     async def completions(request: Request):
-        body, prompt, rid, out = await _admit(request, chat=False)
-        if body.get("stream"):
-            return _stream(request, body, rid, out, len(prompt), chat=False)
-        ids, reason = await _collect(request, rid, out)
-        return p.completion_body(rid, model_name, ids, tokenizer.decode(ids), reason, len(prompt))
+        return await _respond(request, chat=False)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
-        body, prompt, rid, out = await _admit(request, chat=True)
-        if body.get("stream"):
-            return _stream(request, body, rid, out, len(prompt), chat=True)
-        ids, reason = await _collect(request, rid, out)
-        return p.chat_body(rid, model_name, ids, tokenizer.decode(ids), reason, len(prompt))
+        return await _respond(request, chat=True)
 
     async def _next(request: Request, out: asyncio.Queue) -> Optional[Delta]:
         """The request's next Delta, or None once its client has gone."""
