@@ -39,6 +39,8 @@ RUNGS: tuple[Rung, ...] = (
     Rung("08_cluster_multicast", "+ 2-CTA cluster, B multicast", (128, 256), True, True),
     Rung("09_tma_store_epilogue", "+ smem/TMA-store epilogue", (128, 256), True, True),
     Rung("10_cluster_pairs", "2-CTA clusters without multicast", (128, 256), True, True),
+    Rung("11_whole_rounds", "+ grid of whole rounds (no partial last round)", (128, 256), True, True),
+    Rung("12_multicast_one_issuer", "+ B multicast from one CTA of the pair", (128, 256), True, True),
 )
 
 

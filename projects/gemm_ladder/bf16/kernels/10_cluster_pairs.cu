@@ -10,6 +10,6 @@
 
 BF16_LAUNCHER(bf16_rung10_launch) {
   using namespace bf16ladder::persistent;
-  return launch<Features</*CLUSTER_M=*/2, /*GROUP_M=*/16, /*TMA_STORE=*/true, /*STAGES=*/3, /*MULTICAST=*/false>>(
+  return launch<Features</*CLUSTER_M=*/2, /*GROUP_M=*/16, /*TMA_STORE=*/true, /*STAGES=*/3, /*B_SOURCE=*/OWN_B>>(
       A, B, C, M, N, K, stream);
 }

@@ -17,6 +17,8 @@ DECLARE(07)
 DECLARE(08)
 DECLARE(09)
 DECLARE(10)
+DECLARE(11)
+DECLARE(12)
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #define BIND(n)                                                                                      \
@@ -33,4 +35,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   BIND(08)
   BIND(09)
   BIND(10)
+  BIND(11)
+  BIND(12)
 }

@@ -8,6 +8,12 @@
 //   Features::STAGES     depth of the TMA ring.
 //   Features::PIPE_MMAS  1: keep one wgmma batch in flight and release the previous stage; 0: wait for each
 //                        batch and release its stage at once.
+//   Features::B_SOURCE   with clusters, who loads the shared B tile: OWN_B (each CTA its own copy), SPLIT_B (each
+//                        loads half and multicasts it to both), ONE_ISSUER_B (the even CTA loads all of it and
+//                        multicasts it; the odd CTA loads only its A).
+//   Features::WHOLE_ROUNDS  false: the grid is every resident CTA; true: the fewest clusters that still finish in
+//                        the same number of rounds (8192^3: 1024 units over 66 clusters is 16 rounds, and 64
+//                        clusters do it in 16 as well), so no SM idles through a last, partial round.
 //
 // Roles (384 threads, one CTA per SM, grid = as many CTAs as fit at once):
 //   warpgroup 0  producer: setmaxnreg.dec to 40; one thread walks the tile sequence and keeps the ring full.
@@ -29,10 +35,14 @@ constexpr int B_BYTES = BN * BK * 2;
 constexpr int C_SUB_BYTES = 64 * 64 * 2;     // one [64 rows][64 cols] swizzled C box
 constexpr int C_WG_BYTES = 4 * C_SUB_BYTES;  // a consumer's 64 x 256 slab
 
-template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_, bool MULTICAST_ = true, int PIPE_MMAS_ = 1>
+enum BSource { OWN_B = 0, SPLIT_B = 1, ONE_ISSUER_B = 2 };
+
+template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_, int B_SOURCE_ = SPLIT_B, int PIPE_MMAS_ = 1,
+          bool WHOLE_ROUNDS_ = false>
 struct Features {
   static constexpr int CLUSTER_M = CLUSTER_M_, GROUP_M = GROUP_M_, STAGES = STAGES_, CONSUMERS = 2;
-  static constexpr bool TMA_STORE = TMA_STORE_, MULTICAST = MULTICAST_ && CLUSTER_M_ > 1;
+  static constexpr int B_SOURCE = CLUSTER_M_ > 1 ? B_SOURCE_ : OWN_B;
+  static constexpr bool TMA_STORE = TMA_STORE_, MULTICAST = B_SOURCE != OWN_B, WHOLE_ROUNDS = WHOLE_ROUNDS_;
   static constexpr int PIPE_MMAS = PIPE_MMAS_;
   static constexpr int BM = 64 * CONSUMERS, THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -74,6 +84,18 @@ __device__ __forceinline__ void unit_coords(int u, int units_m, int tiles_n, int
   }
 }
 
+// Arrive on the barrier at the same smem offset in CTA `cta_rank`: the default (release, CTA scope) form. The
+// stage's reads were wgmma's, already complete at wgmma.wait_group; no generic-proxy writes need publishing
+// to the cluster, so the cluster-scope release of mbar_arrive_cluster buys nothing here.
+__device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t cta_rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
+      "r"(cta_rank)
+      : "memory");
+}
+
 template <class F>
 __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ CUtensorMap tA,
                                                         const __grid_constant__ CUtensorMap tB,
@@ -81,8 +103,12 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
                                                         bf16* __restrict__ C, int M, int N, int K) {
   constexpr int CM = F::CLUSTER_M, STAGES = F::STAGES, BM = F::BM;
   constexpr int A_BYTES = F::A_BYTES, STAGE_BYTES = F::STAGE_BYTES;
-  // Arrivals that free a stage: every consumer warp of every CTA whose B half was multicast into it.
-  constexpr int RELEASES = F::CONSUMERS * 4 * (F::MULTICAST ? CM : 1);
+  // Arrivals that free a stage: every consumer warp of every CTA whose B (or B half) this CTA's producer writes.
+  // SPLIT_B: both CTAs write into both. ONE_ISSUER_B: the even CTA writes B into both, the odd one only its A.
+  constexpr int WRITERS = F::B_SOURCE == SPLIT_B ? CM : 1;
+  constexpr int READERS = F::B_SOURCE == OWN_B ? 1 : CM;  // CTAs whose stage s the even CTA's producer fills
+  constexpr int RELEASES_EVEN = F::CONSUMERS * 4 * (F::B_SOURCE == ONE_ISSUER_B ? READERS : WRITERS);
+  constexpr int RELEASES_ODD = F::CONSUMERS * 4 * WRITERS;
   extern __shared__ uint8_t raw[];
   uint8_t* stages = align1024(raw);
   uint8_t* sC = stages + STAGES * STAGE_BYTES;  // only with TMA_STORE
@@ -99,7 +125,7 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], RELEASES);
+      mbar_init(&empty[s], rank == 0 ? RELEASES_EVEN : RELEASES_ODD);
     }
     fence_barrier_init();
   }
@@ -121,6 +147,9 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
           tma_load_2d(st, &tA, &full[s], kt * BK, m0);
           if constexpr (!F::MULTICAST) {
             tma_load_2d(st + A_BYTES, &tB, &full[s], kt * BK, n0);
+          } else if constexpr (F::B_SOURCE == ONE_ISSUER_B) {
+            if (rank == 0)  // expect_tx above counts B in both CTAs: it lands in each through this one copy
+              tma_load_2d_multicast(st + A_BYTES, &tB, &full[s], kt * BK, n0, (uint16_t)((1u << CM) - 1));
           } else {
             constexpr int ROWS = BN / CM;  // this CTA's share of the B tile, sent to every CTA of the cluster
             tma_load_2d_multicast(st + A_BYTES + rank * ROWS * 128, &tB, &full[s], kt * BK, n0 + rank * ROWS,
@@ -138,10 +167,15 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
     // Release stage s: this warp's wgmma reads of it are complete (and, with multicast, tell the peers too).
     auto release = [&](int s) {
       if (lane == 0) {
-        if constexpr (!F::MULTICAST) mbar_arrive(&empty[s]);
-        else
+        if constexpr (!F::MULTICAST) {
+          mbar_arrive(&empty[s]);
+        } else if constexpr (F::B_SOURCE == ONE_ISSUER_B) {
+          mbar_arrive(&empty[s]);                     // own producer: its A (and, for the even CTA, B)
+          if (rank != 0) mbar_arrive_remote(&empty[s], 0);  // the even CTA's producer: the B it multicast here
+        } else {
 #pragma unroll
           for (int r = 0; r < CM; ++r) mbar_arrive_cluster(&empty[s], r);
+        }
       }
     };
     for (int u = cluster_id; u < num_units; u += num_clusters) {
@@ -254,7 +288,7 @@ int launch(const void* A, const void* B, void* C, int M, int N, int K, void* str
   constexpr int CM = F::CLUSTER_M;
   CUtensorMap tA, tB, tC;
   int e = make_tmap_2d(&tA, A, M, K, F::BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (!e) e = make_tmap_2d(&tB, B, N, K, F::MULTICAST ? BN / CM : BN, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!e) e = make_tmap_2d(&tB, B, N, K, F::B_SOURCE == SPLIT_B ? BN / CM : BN, BK, CU_TENSOR_MAP_SWIZZLE_128B);
   if (!e) e = F::TMA_STORE ? make_tmap_2d(&tC, C, M, N, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) : 0;
   if (!F::TMA_STORE) tC = tA;  // unused: any valid map
   if (e) return e;
@@ -264,7 +298,9 @@ int launch(const void* A, const void* B, void* C, int M, int N, int K, void* str
   if (grid_ctas > 0 && resident_ctas<F>() < 0) return -resident_ctas<F>();  // smem limit must be set
   if (ctas < CM) return (int)cudaErrorLaunchOutOfResources;
   const int units = ceil_div(ceil_div(M, F::BM), CM) * ceil_div(N, BN);
-  const int grid = min(ctas / CM, units) * CM;
+  int clusters = min(ctas / CM, units);
+  if (F::WHOLE_ROUNDS && grid_ctas == 0) clusters = ceil_div(units, ceil_div(units, clusters));
+  const int grid = clusters * CM;
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = launch_config<F>(grid, F::SMEM, static_cast<cudaStream_t>(stream), attr);
   return (int)cudaLaunchKernelEx(&cfg, kernel<F>, tA, tB, tC, static_cast<bf16*>(C), M, N, K);
