@@ -8,14 +8,13 @@ Correctness: against an fp32 matmul of the same bf16 inputs on the GPU (TF32 off
 """
 from __future__ import annotations
 
-from gpufolio.api import TFLOPS, Bench, Case, Unsupported, Variant, Work
+from gpufolio.api import Case, Unsupported, Variant, Work
 
 from .. import ladder
 from . import registry
 
-PROJECT = "gemm_ladder"
 BENCH = "bf16_gemm"
-BASELINE = "cublas"
+BASELINE = ladder.CUBLAS
 
 SQUARES = (512, 1024, 2048, 4096, 8192)
 # LLM projections (tokens x out x in): Llama-3-70B-like MLP up (8192x28672x4096) and down (8192x4096x14336)
@@ -31,7 +30,7 @@ def configs(mode: str) -> list[dict]:
     if mode == "dry":
         return []  # dry_run_supported=False: these kernels need an H100/H200
     if mode == "quick":
-        return [_params(s, s, s) for s in (2048, 8192)] + [_params(*LLM_SHAPES[0])]
+        return [_params(s, s, s) for s in (4096, 8192)] + [_params(*LLM_SHAPES[0])]  # the two targets + an MLP
     return [_params(s, s, s) for s in SQUARES] + [_params(*shape) for shape in LLM_SHAPES]
 
 
@@ -95,18 +94,13 @@ def _variants() -> list[Variant]:
     return out
 
 
-BF16_BENCH = Bench(
-    project=PROJECT,
-    name=BENCH,
-    metric=TFLOPS,
+BF16_BENCH = ladder.bench(
+    BENCH,
     variants=_variants(),
     configs=configs,
     case=case,
     description="C = A @ B^T in bf16 (fp32 accumulate): mma.sync -> TMA + wgmma -> warp-specialised, vs cuBLAS",
     headline_params={"M": 8192, "N": 8192, "K": 8192},
-    headline_baseline=BASELINE,
-    x_param="M",
-    dry_run_supported=False,
 )
 
 BENCHES = [BF16_BENCH]
