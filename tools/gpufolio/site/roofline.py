@@ -7,7 +7,7 @@ Every headline is placed the same way, in the same words, on every page (``place
                                                   datasheet dense peak of that dtype
 
 The measured ceilings come from each record's env stamp (``env.ceilings``: a copy kernel and cuBLAS timed in the
-same run), never from here; only the datasheet figures live in this module.
+same run), never from here; the datasheet figures from gpufolio.datasheets, their one table.
 """
 from __future__ import annotations
 
@@ -17,13 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..datasheets import DATASHEETS
 from . import records as R
-
-# Datasheet peaks (dense) per GPU model, read against the measured ceilings; a model not listed has none.
-DATASHEETS = {
-    "NVIDIA H200": {"source": "NVIDIA H200 datasheet", "bf16_tflops": 989.0, "fp32_tflops": 67.0,
-                    "hbm_gbps": 4800.0},
-}
 
 # (measured ceiling key, its name, datasheet key, its name) per kind of bound; the only wording used anywhere.
 BOUNDS = {
