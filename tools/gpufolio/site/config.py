@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from .records import SHA_RE
+from ..provenance import SHA_RE
 
 CONFIG_FILE = "gpufolio.yml"
 GITHUB_RE = re.compile(r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")

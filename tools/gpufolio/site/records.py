@@ -22,8 +22,7 @@ from typing import Any
 import pandas as pd
 
 from .. import PROJECTS, project_facts
-
-SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+from ..provenance import SHA_RE
 
 STATUS_REASONS = {
     "failed_correctness": "failed correctness check",
@@ -55,10 +54,8 @@ def portfolio_gpu() -> str:
     Records of any other model never count here; they get sections of their own."""
     from .. import store
 
-    try:
-        from . import config  # imports this module: import it late
-    except ImportError:  # a checkout without the site configuration module
-        return DEFAULT_GPU
+    from . import config  # late: reading the configuration is only needed here, and costs a YAML parse
+
     site = config.load(store.repo_root())
     model = getattr(site, "gpu_model", None)  # should the configuration name the model itself one day
     return (model if isinstance(model, str) and model else _COUNT_RE.sub("", (site.gpu or "").strip())) or DEFAULT_GPU
