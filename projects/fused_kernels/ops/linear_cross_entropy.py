@@ -46,7 +46,7 @@ from .linear_cross_entropy_head import VOCAB_CHUNK, head_in_grad_w
 OVERLAP_MIN_ROWS = 512
 SKIP_IGNORED_MIN_ROWS = 1024
 # The head (first min(T, d) tokens in grad_W's storage) pays when the chunks are small: it swaps their K = C
-# updates of grad_W for three full-size GEMMs and no buffer. Measured (tune.py lce, evidence/s6-tune_lce.log,
+# updates of grad_W for three full-size GEMMs and no buffer. Measured (tune.py lce, evidence/2026-12-03-tune-lce.log,
 # T = 8192): 256-row chunks 54.2 -> 47.5-48.7 ms with it; at 512 rows a tie; at 1024 and 2048 rows it costs
 # 2 ms (those chunks already update grad_W at a good rate, and skip the padding the head computes).
 HEAD_MAX_ROWS = 256

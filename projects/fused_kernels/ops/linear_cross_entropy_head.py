@@ -22,10 +22,10 @@ import triton.language as tl
 from ._common import _online_lse_step
 
 # grad_W rows per product in the last step: [2048, d] outputs, about 2 waves of tiles at d = 4096. Measured
-# against 1024 and 4096 (evidence/s6-tune_lce.log): no size wins at both T = 8192 and T = 4096, and 4096
+# against 1024 and 4096 (evidence/2026-12-03-tune-lce.log): no size wins at both T = 8192 and T = 4096, and 4096
 # would make the buffer as large as Liger's whole chunk at T = 4096.
 VOCAB_CHUNK = 2048
-# Column-CE launch settings (tile rows x token columns, warps): the sweep in evidence/s6-tune_lce_head.log
+# Column-CE launch settings (tile rows x token columns, warps): the sweep in evidence/2026-12-03-tune-lce-head.log
 # found nothing 5% better than these (1.04-1.35 ms for both kernels at T = d = 4096, V = 128256).
 STATS_BLOCK_V, STATS_BLOCK_T, STATS_WARPS = 32, 64, 8  # 128-byte rows of bf16 along the tokens per tile row
 GRAD_BLOCK_V, GRAD_BLOCK_T, GRAD_WARPS = 32, 128, 8
