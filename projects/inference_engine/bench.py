@@ -13,6 +13,8 @@ import random
 from gpufolio.api import TOKENS_PER_S, Bench, Case, CheckResult, Timing, Unsupported, Variant, Work
 from gpufolio.stamp import last_ceilings
 
+from .latency_stats import SLO, good_fraction, latency_summary
+
 PROJECT = "inference_engine"
 
 # model name -> ModelConfig fields. "tiny" is the dry-run (CPU, fp32) stand-in.
@@ -372,22 +374,46 @@ def _offline_case(variant: str, params: dict, device) -> Case:
 
 
 # ---- online -----------------------------------------------------------------------------------------------------
+# Goodput counts the requests that met both bounds: interactive bounds for a 1B model on an H200, where an
+# unloaded request sees a TTFT of tens of ms and a TPOT of 2-3 ms. TTFT 200 ms leaves room for a prefill plus a
+# few 16-step decode chunks of queueing; TPOT 10 ms is 100 tokens/s per stream, about four times the unloaded TPOT.
+ONLINE_SLO = SLO(ttft_ms=200.0, tpot_ms=10.0)
+# The full sweep's offered loads (req/s) against the engine's capacity on this workload (inputs 100-1024, outputs
+# capped at 128), read off the last H200 offline profile (evidence/2026-12-02-profile-offline-k8-k16.txt): prefill
+# at ~4.8 us a token (a 562-token mean prompt: ~2.7 ms) plus decode at ~12 us a token at batch 256 (127 tokens:
+# ~1.6 ms) is ~4.3 ms of engine time per request, ~230 req/s (~29k output tok/s) at best. 32-128 sit well under
+# it, 192 near it, 256 and 384 above it: the top two rates saturate the engine, so the frontier shows its knee.
+ONLINE_FULL_RATES = (32.0, 64.0, 128.0, 192.0, 256.0, 384.0)
+# Requests per full case: two seconds of arrivals at the rate, at least 64 (pooled p99s over 4 calls x 64 requests)
+# and at most 512 (past capacity a call lasts requests / capacity: 512 keeps it near 2.5 s and twice max_num_seqs).
+ONLINE_ARRIVAL_S, ONLINE_MIN_REQUESTS, ONLINE_MAX_REQUESTS = 2.0, 64, 512
+
+
+def _online_requests(rate: float) -> int:
+    return min(max(round(rate * ONLINE_ARRIVAL_S), ONLINE_MIN_REQUESTS), ONLINE_MAX_REQUESTS)
+
+
 def _online_configs(mode: str) -> list[dict]:
-    base = dict(model="llama3.2-1b", dtype="bfloat16", min_len=100, max_len=1024, seed=0)
+    # max_call_s bounds one call of the case in time (it raises past it), num_requests bounds it in requests
+    base = dict(model="llama3.2-1b", dtype="bfloat16", min_len=100, max_len=1024, seed=0,
+                slo_ttft_ms=ONLINE_SLO.ttft_ms, slo_tpot_ms=ONLINE_SLO.tpot_ms, max_call_s=60.0)
     if mode == "dry":
         return [dict(base, model="tiny", dtype="float32", num_requests=6, min_len=4, max_len=24, output_cap=8,
-                     rate=50.0)]
+                     rate=50.0, max_call_s=120.0)]
     if mode == "quick":  # the harness calls each case five times: short arrival spans keep it in budget
         return [dict(base, num_requests=12, output_cap=64, rate=r) for r in (16.0, 48.0, 160.0)]
-    return [dict(base, num_requests=128, output_cap=128, rate=r) for r in (4.0, 8.0, 16.0, 32.0, 64.0, 128.0)]
+    return [dict(base, num_requests=_online_requests(r), output_cap=128, rate=r) for r in ONLINE_FULL_RATES]
+
+
+# One timed call per case (a call is seconds of arrivals): five calls in all — the check before timing, the peak
+# memory pass, the warm-up, the timed call, the check after.
+ONLINE_TIMING = Timing(method="wall", warmup_ms=0.0, rep_ms=0.0, warmup_min=1, min_reps=1, max_reps=1)
 
 
 def _online_case(variant: str, params: dict, device) -> Case:
     _gpu_guard(params, device)
     if variant not in ("engine", "engine_http"):
         raise Unsupported("HF generate has no serving loop: a static batch cannot admit requests mid-generation")
-    import numpy as np
-
     from .llm_engine import run_online
 
     cfg = _model_config(params)
@@ -409,27 +435,36 @@ def _online_case(variant: str, params: dict, device) -> Case:
     def fn(inputs):
         eng.block_manager.reset_prefix_cache()
         if variant == "engine_http":
-            stats = http_online(eng, inputs["prompts"], out_lens, arrivals)
+            stats = http_online(eng, inputs["prompts"], out_lens, arrivals, params["max_call_s"])
         else:
-            stats = run_online(eng, inputs["prompts"], sps, arrivals)
+            stats = run_online(eng, inputs["prompts"], sps, arrivals, params["max_call_s"])
         calls.append(stats)
         return [s["token_ids"] for s in stats]
 
     def check(inputs, outs):
         return _check_against_hf(params, device, inputs["prompts"], outs, out_lens)
 
+    slo = SLO(params["slo_ttft_ms"], params["slo_tpot_ms"])
+
     def extra(median_s: float) -> dict:
-        stats = [s for c in calls[1:] for s in c]  # the first call (the check before timing) warms up
-        ttft = np.array([s["ttft"] for s in stats]) * 1e3
-        tpot = np.array([s["tpot"] for s in stats]) * 1e3
-        return {"ttft_p50": (float(np.percentile(ttft, 50)), "ms", False),
-                "ttft_p99": (float(np.percentile(ttft, 99)), "ms", False),
-                "tpot_p50": (float(np.percentile(tpot, 50)), "ms", False),
-                "tpot_p99": (float(np.percentile(tpot, 99)), "ms", False),
-                "offered_rate": (params["rate"], "req/s", True)}
+        return online_metrics(calls, slo, len(in_lens), median_s, params["rate"])
 
     return Case(fn=fn, make_inputs=lambda gen: {"prompts": _random_prompts(gen, in_lens, cfg.vocab_size, device)},
-                work=Work(tokens=sum(out_lens)), check=check, timing=_timing(variant, reps=1), extra_metrics=extra)
+                work=Work(tokens=sum(out_lens)), check=check, timing=ONLINE_TIMING, extra_metrics=extra)
+
+
+def online_metrics(calls: list[list[dict]], slo: SLO, num_requests: int, median_s: float, rate: float) -> dict:
+    """The online record's latency and goodput metrics. Latencies are per request, as the serving loop (or the
+    HTTP client) saw them, pooled over every call but the first (the check before timing: it warms up);
+    throughputs are the harness's: requests per timed call over its median time. Goodput: the pooled share of
+    requests that met the SLO, times that request rate."""
+    stats = [s for c in calls[1:] for s in c]
+    ttft, tpot = [s["ttft"] for s in stats], [s["tpot"] for s in stats]
+    req_s = num_requests / median_s
+    out = {k: (v, "ms", False) for k, v in latency_summary(ttft, tpot, [s["e2e"] for s in stats]).items()}
+    return out | {"goodput": (good_fraction(slo, ttft, tpot) * req_s, "req/s within SLO", True),
+                  "req_s": (req_s, "req/s", True),
+                  "offered_rate": (rate, "req/s", True)}
 
 
 BENCHES = [
@@ -442,6 +477,8 @@ BENCHES = [
                       "submitted at once: output tokens/s.",
           headline_params={"model": "llama3.2-1b"}, headline_baseline="hf_static", x_param="output_cap"),
     Bench(PROJECT, "online", TOKENS_PER_S, ONLINE_VARIANTS, _online_configs, _online_case,
-          description="Poisson arrivals at several rates: output tokens/s with TTFT and TPOT p50/p99.",
+          description="Poisson arrivals at rates up to past the engine's capacity: output tokens/s, TTFT, TPOT and "
+                      "end-to-end latency p50/p90/p99 (ms), and goodput: requests/s within the SLO (TTFT and TPOT "
+                      "bounds, in the params).",
           headline_params={"model": "llama3.2-1b"}, x_param="rate"),
 ]

@@ -168,16 +168,19 @@ class LLM(LLMEngine):
 
 
 def run_online(engine: LLMEngine, prompts: list[list[int]], params: list[SamplingParams],
-               arrival_s: list[float]) -> list[dict]:
-    """Replay requests arriving at ``arrival_s`` (seconds from start); per request: TTFT and TPOT in seconds
-    and the generated token ids.
+               arrival_s: list[float], max_duration_s: float = 600.0) -> list[dict]:
+    """Replay requests arriving at ``arrival_s`` (seconds from start); per request: TTFT, TPOT and end-to-end
+    latency in seconds and the generated token ids.
 
-    TTFT: arrival to the first token back on the host. TPOT: (last token - first token) / (tokens - 1).
+    TTFT: arrival to the first token back on the host. TPOT: (last token - first token) / (tokens - 1), None for
+    one token. e2e: arrival to the last token. Past ``max_duration_s`` the requests still live are aborted and
+    ``TimeoutError`` is raised: a run cut short has no complete outputs to check.
     Multi-step decode hands tokens back k at a time; a request's times are those of the host seeing them."""
     start = time.perf_counter()
     pending = sorted(range(len(prompts)), key=lambda i: arrival_s[i])
     nxt = 0
     seqs: dict[int, int] = {}
+    live: dict[int, Sequence] = {}  # seq_id -> the sequence, until it finishes
     first: dict[int, float] = {}
     last: dict[int, float] = {}
     tokens: dict[int, list[int]] = {i: [] for i in range(len(prompts))}
@@ -185,21 +188,29 @@ def run_online(engine: LLMEngine, prompts: list[list[int]], params: list[Samplin
         now = time.perf_counter() - start
         while nxt < len(pending) and arrival_s[pending[nxt]] <= now:
             i = pending[nxt]
-            seqs[engine.add_request(prompts[i], params[i]).seq_id] = i
+            seq = engine.add_request(prompts[i], params[i])
+            seqs[seq.seq_id], live[seq.seq_id] = i, seq
             nxt += 1
+        if now > max_duration_s:
+            for seq in live.values():
+                engine.abort(seq.request_id)
+            raise TimeoutError(f"run_online: {len(live)} requests still live after {max_duration_s:g} s")
         if not engine.has_unfinished():
             time.sleep(max(0.0, min(arrival_s[pending[nxt]] - now, 0.01)))
             continue
         out = engine.step()
         t = time.perf_counter() - start
         for seq, new in out:
+            if seq.is_finished:
+                live.pop(seq.seq_id, None)
             i = seqs.get(seq.seq_id)
             if i is None or not new:
                 continue
             first.setdefault(i, t)
             last[i] = t
             tokens[i].extend(new)
-    return [{"ttft": first[i] - arrival_s[i], "tpot": (last[i] - first[i]) / max(len(tokens[i]) - 1, 1),
+    return [{"ttft": first[i] - arrival_s[i], "e2e": last[i] - arrival_s[i],
+             "tpot": (last[i] - first[i]) / (len(tokens[i]) - 1) if len(tokens[i]) > 1 else None,
              "token_ids": tokens[i]} for i in range(len(prompts))]
 
 

@@ -12,6 +12,10 @@ STAGES = (
     bench(P, "bench", "--quick", "--bench", "decode_b1", "--bench", "offline_throughput", "--bench", "online",
           limit_s=100),
     bench(P, "bench_full", limit_s=560, default=False),
+    # The online bench's full sweep alone, both engine variants (bench.ONLINE_FULL_RATES; about 200 s on an H200:
+    # the stamp, the engine's set-up, then 6 rates x 2 variants x 5 calls of ~2.5 s).
+    bench(P, "online_frontier", "--bench", "online", limit_s=300, default=False,
+          what="the online latency-throughput sweep (full), in process and over HTTP"),
     gpu_tests("tests", "projects/inference_engine", "-q", limit_s=60),
     module("profile", "gpufolio_projects.inference_engine.lab.profile_decode", "--out", "{out}", "--stages",
            "kernels,step,gemv,offline", limit_s=60, what="decode kernels, one step, the GEMV sweep, offline"),

@@ -36,9 +36,25 @@ class InProcessServer:
         self.thread.join(timeout=15)
 
 
+def _allow_open_files(num_streams: int) -> None:
+    """Every open stream holds two sockets in this process (the client's and the server's): raise the soft
+    open-file limit toward the hard one where it is too low for them (a common soft default, 1024, refuses a
+    burst of 512 queued streams)."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2 * num_streams + 256  # + what the process already holds: the model files, the pipes, the GPU driver
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+
+
 def http_online(engine: LLMEngine, prompts: list[list[int]], output_lens: list[int], arrival_s: list[float],
                 max_duration_s: float = 600.0) -> list[dict]:
-    """Per request, in input order: TTFT and TPOT in seconds (as the client sees them) and the token ids."""
+    """Per request, in input order: TTFT, TPOT (None for one token) and end-to-end latency in seconds, as the
+    client sees them, and the token ids."""
+    _allow_open_files(len(prompts))
     key = id(engine)
     if key not in _SERVERS:
         _SERVERS[key] = InProcessServer(build_app(engine, "bench", max_in_flight=len(prompts) + 1))
@@ -51,5 +67,5 @@ def http_online(engine: LLMEngine, prompts: list[list[int]], output_lens: list[i
     missing = [i for i in range(len(prompts)) if i not in by_index or not by_index[i].completed]
     if missing:
         raise RuntimeError(f"{len(missing)} of {len(prompts)} requests did not complete over HTTP")
-    return [{"ttft": by_index[i].ttft, "tpot": by_index[i].tpot or 0.0, "token_ids": by_index[i].token_ids}
-            for i in range(len(prompts))]
+    return [{"ttft": by_index[i].ttft, "tpot": by_index[i].tpot, "e2e": by_index[i].e2e,
+             "token_ids": by_index[i].token_ids} for i in range(len(prompts))]

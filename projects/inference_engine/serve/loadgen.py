@@ -26,7 +26,8 @@ from typing import Optional
 from urllib.parse import urlparse
 
 import httpx
-import numpy as np
+
+from ..latency_stats import SLO, good_fraction, latency_summary
 
 
 def run_sync(coro):
@@ -151,20 +152,14 @@ async def run_rate(url: str, model: str, rate: float, workload: Workload, max_du
     return await run_plan(url, model, workload.requests(rate), max_duration_s)
 
 
-def summarize(rate: float, results: list[Result], span: float, slo_ttft_ms: float, slo_tpot_ms: float) -> dict:
+def summarize(rate: float, results: list[Result], span: float, slo: SLO) -> dict:
     done = [r for r in results if r.completed and r.num_tokens > 0]
-    pct = lambda xs, q: float(np.percentile(np.array(xs) * 1e3, q)) if xs else float("nan")  # noqa: E731
-    ttft, e2e = [r.ttft for r in done], [r.e2e for r in done]
-    tpot = [r.tpot for r in done if r.tpot is not None]
-    good = [r for r in done if r.ttft * 1e3 <= slo_ttft_ms and (r.tpot is None or r.tpot * 1e3 <= slo_tpot_ms)]
+    ttft, tpot = [r.ttft for r in done], [r.tpot for r in done]
     out = {"rate": rate, "sent": len(results), "completed": len(done),
            "rejected_429": sum(r.status == 429 for r in results), "span_s": span,
            "req_per_s": len(done) / span, "output_tok_per_s": sum(r.num_tokens for r in done) / span,
-           "goodput_req_per_s": len(good) / span}
-    for name, xs in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
-        for q in (50, 90, 99):
-            out[f"{name}_p{q}_ms"] = pct(xs, q)
-    return out
+           "goodput_req_per_s": good_fraction(slo, ttft, tpot) * len(done) / span}
+    return out | {f"{k}_ms": v for k, v in latency_summary(ttft, tpot, [r.e2e for r in done]).items()}
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -185,8 +180,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--input-len", type=_range, default=(100, 1024), help="prompt tokens, uniform in LO:HI")
     ap.add_argument("--output-len", type=_range, default=(16, 128), help="output tokens, uniform in LO:HI")
     ap.add_argument("--vocab-size", type=int, help="token ids drawn below this (default: from /v1/models)")
-    ap.add_argument("--slo-ttft-ms", type=float, default=500.0)
-    ap.add_argument("--slo-tpot-ms", type=float, default=50.0)
+    ap.add_argument("--slo-ttft-ms", type=float, default=500.0, help="goodput's TTFT bound")
+    ap.add_argument("--slo-tpot-ms", type=float, default=50.0, help="goodput's TPOT bound")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write one JSON object per rate to this file")
     return ap
@@ -202,7 +197,7 @@ async def sweep(args) -> list[dict]:
     rows = []
     for rate in args.rates:
         results, span = await run_rate(args.url, card["id"], rate, workload, args.max_duration)
-        rows.append(summarize(rate, results, span, args.slo_ttft_ms, args.slo_tpot_ms))
+        rows.append(summarize(rate, results, span, args.slo))
         r = rows[-1]
         print(f"rate {rate:g}/s: {r['completed']}/{r['sent']} done, {r['output_tok_per_s']:.1f} tok/s, "
               f"TTFT p50/p99 {r['ttft_p50_ms']:.1f}/{r['ttft_p99_ms']:.1f} ms, TPOT p50/p99 "
@@ -218,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         args.rates = [float(x) for x in args.rates.split(",")]
         if not args.rates or min(args.rates) <= 0 or args.requests < 1 or args.max_duration <= 0:
             raise ValueError("--rates must be positive numbers, --requests and --max-duration positive")
+        args.slo = SLO(args.slo_ttft_ms, args.slo_tpot_ms)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

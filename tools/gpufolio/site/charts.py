@@ -1,5 +1,6 @@
 """PNG charts (matplotlib, Agg: no display, no fonts fetched): bars at the headline config, lines across
-sizes, a roofline against the run's measured ceilings and the datasheet, bandwidth bars, progress over runs.
+sizes, a roofline against the run's measured ceilings and the datasheet, bandwidth bars, progress over runs, and a
+serving bench's latency-throughput frontier.
 
 Each function takes frame rows already chosen by the caller (one run, one GPU) and a path to write. Every PNG is
 drawn at twice its display resolution (the pages mark it ``2x``, so it is sharp on high-density screens); a
@@ -16,6 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from . import records as R  # noqa: E402
@@ -66,10 +69,10 @@ def _legend_rows(labels: list[str], ncol: int = 2, width: int = 48) -> int:
     return sum(max(heights[i:i + ncol]) for i in range(0, len(heights), ncol))
 
 
-def _legend_below(fig, ax, ncol: int = 2) -> None:
-    """The axes' legend at the foot of the figure, under the x label: the caller reserves its height
-    (``_legend_height``) in the figure size and the bottom margin, so it is never cut at the edge."""
-    handles, labels = ax.get_legend_handles_labels()
+def _legend_below(fig, ax, ncol: int = 2, handles: list | None = None) -> None:
+    """The axes' legend (or the ``handles`` given) at the foot of the figure, under the x label: the caller
+    reserves its height (``_legend_height``) in the figure size and the bottom margin, so it is never cut at the edge."""
+    handles, labels = (handles, [h.get_label() for h in handles]) if handles else ax.get_legend_handles_labels()
     if not handles:
         return
     assert len(handles) <= MAX_LEGEND, f"{len(handles)} legend entries (at most {MAX_LEGEND})"
@@ -285,3 +288,70 @@ def progress(path: Path, series: pd.DataFrame, unit: str, title: str) -> Path:
         # One run (or runs seconds apart): a zero-width date range leaves the date locator nothing to divide.
         ax.set_xlim(times.min() - pd.Timedelta(hours=1), times.max() + pd.Timedelta(hours=1))
     return _save(fig, path, right=0.97, bottom=(0.55 + legend_h) / fig.get_figheight())
+
+
+# A serving bench's records carry these latencies (ms, <latency>_<percentile>) beside their tokens/s; its page
+# draws them against the tokens/s reached, one point per offered load (frontier_points in project.py).
+FRONTIER_LATENCIES = {"ttft": "time to first token (ms)", "tpot": "time per output token (ms)"}
+FRONTIER_PERCENTILES = {"p50": "-", "p99": "--"}  # percentile -> line style
+# Saturation: the lowest offered load whose throughput reaches this share of the highest the variant reached,
+# when a higher load follows it: past that point more load adds queueing (latency), not throughput.
+SATURATION_FRACTION = 0.95
+
+
+def saturation_index(throughputs: list[float]) -> int | None:
+    """The saturation point of one variant's sweep (throughputs in offered-load order); None when the sweep's
+    last point is the first to come near its top (still rising: no saturation seen)."""
+    top = max(throughputs)
+    first = next(i for i, t in enumerate(throughputs) if t >= SATURATION_FRACTION * top)
+    return first if first < len(throughputs) - 1 else None
+
+
+def frontier(path: Path, points: pd.DataFrame, unit: str, title: str) -> Path:
+    """``points``: variant, label, x (the offered load), tput (the headline throughput) and any of the
+    FRONTIER_LATENCIES x FRONTIER_PERCENTILES columns (a missing column or value leaves that line out). One panel
+    per latency, a colour per variant (p50 solid, p99 dashed), the saturation point starred and named by its load."""
+    variants = sorted(points.variant.unique())
+    room = MAX_LEGEND - len(FRONTIER_PERCENTILES) - 1  # the percentile styles and the saturation star
+    handles = [Line2D([], [], color=PALETTE[i % len(PALETTE)], marker="o", ms=4,
+                      label=_wrap(str(points[points.variant == v].label.iloc[0]), 48))
+               for i, v in enumerate(variants[:room])]
+    handles += [Line2D([], [], color="#424242", ls=ls, label=pct) for pct, ls in FRONTIER_PERCENTILES.items()]
+    groups = [points[points.variant == v].sort_values("x") for v in variants]
+    sats = [saturation_index(list(g.tput)) for g in groups]
+    handles.append(Line2D([], [], color="#424242", marker="*", ms=9, ls="",
+                          label=f"saturation: first load at {SATURATION_FRACTION:.0%} of the top {unit}"
+                          if any(i is not None for i in sats) else f"no saturation: {unit} still rising at the top load"))
+    legend_h = _legend_height([h.get_label() for h in handles])
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4 + legend_h))
+    for ax, (lat, ylabel) in zip(axes, FRONTIER_LATENCIES.items()):
+        drawn = []
+        for i, (g, sat) in enumerate(zip(groups, sats)):
+            colour = PALETTE[i % len(PALETTE)] if i < room else OTHERS
+            for pct, ls in FRONTIER_PERCENTILES.items():
+                col = f"{lat}_{pct}"
+                if col not in g or g[col].isna().all():
+                    continue
+                ax.plot(g.tput, g[col], ls=ls, marker="o" if pct == "p50" else "s", ms=3.5, color=colour, zorder=2)
+                drawn += list(g[col].dropna())
+                if sat is not None and pd.notna(g[col].iloc[sat]):
+                    ax.plot(g.tput.iloc[sat], g[col].iloc[sat], marker="*", ms=11, color=colour, mec="#212121",
+                            mew=0.6, ls="", zorder=3)
+            if lat == "ttft" and "ttft_p50" in g:  # the offered load beside each p50 point, once
+                for px, py, load in zip(g.tput, g.ttft_p50, g.x):
+                    if pd.notna(py):
+                        ax.annotate(f"{load:g}/s", (px, py), textcoords="offset points", xytext=(3, -9),
+                                    fontsize=6, color=colour)
+        if drawn and min(drawn) > 0:
+            ax.set_yscale("log")  # queueing past saturation lifts latency by orders of magnitude
+            plain = mticker.FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(plain)
+            # within one decade the minor ticks are the only labels; across several they would crowd
+            ax.yaxis.set_minor_formatter(plain if max(drawn) / min(drawn) < 10 else mticker.NullFormatter())
+        ax.set_xlim(left=0)
+        ax.set_xlabel(f"achieved {unit}")
+        ax.set_ylabel(ylabel)
+    axes[0].set_title(_wrap(title, 88), fontsize=9, loc="left")
+    _legend_below(fig, axes[0], handles=handles)
+    fig.subplots_adjust(wspace=0.32)
+    return _save(fig, path, left=0.1, right=0.97, bottom=(0.55 + legend_h) / fig.get_figheight())

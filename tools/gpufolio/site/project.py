@@ -1,5 +1,6 @@
-"""A project page: results first (headline table and bars), then the writeup, then every size, the roofline,
-progress across runs, what is not counted, the environment (collapsed) and the command to reproduce."""
+"""A project page: results first (headline table and bars), then the writeup, then every size (a serving bench's
+latency-throughput frontier with it), the roofline, progress across runs, what is not counted, the environment
+(collapsed) and the command to reproduce."""
 from __future__ import annotations
 
 import dataclasses
@@ -102,7 +103,37 @@ def _by_size(ctx: RenderCtx, project: str, page: str) -> list[str]:
                 rel = ctx.plot(f"{project}-{bench}-by-{x}.png", charts.variant_lines, charts.slim(series, x), x,
                                f"{bench}: {series.iloc[0].metric_unit} against {x}")
                 out += [f"![{bench}: each variant's {series.iloc[0].metric_unit} against {x}]({R.rel_link(page, rel)})", ""]
+        out += _frontier(ctx, project, bench, R.counted(run), x, page)
     return out
+
+
+def frontier_points(rows: pd.DataFrame, x: str) -> pd.DataFrame:
+    """A serving bench's counted rows -> one point per (variant, ``x``): the headline throughput (tput) and the
+    latency percentiles its records carry (charts.FRONTIER_LATENCIES); empty when they carry none."""
+    names = [f"{lat}_{pct}" for lat in charts.FRONTIER_LATENCIES for pct in charts.FRONTIER_PERCENTILES]
+    lat = rows[rows.metric_name.isin(names)]
+    if lat.empty:
+        return pd.DataFrame()
+    wide = lat.pivot_table(index=["variant", "params_key"], columns="metric_name", values="value", aggfunc="first")
+    heads = rows[rows.is_headline_metric.astype(bool)].set_index(["variant", "params_key"])
+    points = heads[["label", "value", "params"]].join(wide, how="inner").reset_index()
+    points["x"] = [p.get(x) for p in points.params]
+    points = points[points.x.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))]
+    return (points.rename(columns={"value": "tput"}).drop(columns=["params", "params_key"])
+            .drop_duplicates(["variant", "x"], keep="last").reset_index(drop=True))
+
+
+def _frontier(ctx: RenderCtx, project: str, bench: str, rows: pd.DataFrame, x: str | None, page: str) -> list[str]:
+    """The latency-throughput frontier of a serving bench (records with TTFT/TPOT percentiles), x = offered load."""
+    points = frontier_points(rows, x) if x else pd.DataFrame()
+    if points.empty or points.groupby("variant").x.nunique().max() < 2:  # one load is no frontier
+        return []
+    unit = rows[rows.is_headline_metric.astype(bool)].iloc[0].metric_unit
+    first = rows.iloc[0]
+    rel = ctx.plot(f"{project}-{bench}-frontier.png", charts.frontier, points, unit,
+                   f"{bench}: latency against {unit}, one point per {x} — {first.gpu_name}, run {first.run_id}")
+    return [f"![{bench}: TTFT and TPOT, p50 and p99, against the {unit} reached at each {x}; the saturation point "
+            f"starred]({R.rel_link(page, rel)})", ""]
 
 
 def _roofline(ctx: RenderCtx, project: str, heads: list[S.Headline], page: str) -> list[str]:
