@@ -63,13 +63,5 @@ __global__ void __launch_bounds__(THREADS) kernel(const __grid_constant__ CUtens
 BF16_LAUNCHER(bf16_rung03_launch) {
   using namespace bf16ladder;
   using namespace bf16ladder::r03;
-  CUtensorMap tA, tB;
-  int e = make_tmap_2d(&tA, A, M, K, BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (!e) e = make_tmap_2d(&tB, B, N, K, BN, BK, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (e) return e;
-  static int configured = set_smem_limit(kernel, SMEM);
-  if (configured) return configured;
-  dim3 grid(ceil_div(N, BN), ceil_div(M, BM));
-  kernel<<<grid, THREADS, SMEM, static_cast<cudaStream_t>(stream)>>>(tA, tB, static_cast<bf16*>(C), M, N, K);
-  return (int)cudaGetLastError();
+  return launch_tma_tiles<kernel, BM, BN, BK, THREADS, SMEM>(A, B, C, M, N, K, stream);
 }

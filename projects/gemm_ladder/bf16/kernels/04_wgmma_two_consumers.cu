@@ -33,14 +33,7 @@ __global__ void __launch_bounds__(THREADS) kernel(const __grid_constant__ CUtens
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   const int num_k = ceil_div(K, BK);
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                // the producer's arrive.expect_tx; TMA completes the bytes
-      mbar_init(&empty[s], CONSUMER_WARPS);  // lane 0 of every warp, after its wgmma reads are done
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
+  init_ring_barriers<STAGES>(full, empty, CONSUMER_WARPS);  // every warp computes, so every warp releases
   if (threadIdx.x == 0)
     for (int s = 0; s < STAGES && s < num_k; ++s) issue_stage(stages + s * STAGE_BYTES, &full[s], &tA, &tB, s, m0, n0);
 
@@ -74,13 +67,5 @@ __global__ void __launch_bounds__(THREADS) kernel(const __grid_constant__ CUtens
 BF16_LAUNCHER(bf16_rung04_launch) {
   using namespace bf16ladder;
   using namespace bf16ladder::r04;
-  CUtensorMap tA, tB;
-  int e = make_tmap_2d(&tA, A, M, K, BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (!e) e = make_tmap_2d(&tB, B, N, K, BN, BK, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (e) return e;
-  static int configured = set_smem_limit(kernel, SMEM);
-  if (configured) return configured;
-  dim3 grid(ceil_div(N, BN), ceil_div(M, BM));
-  kernel<<<grid, THREADS, SMEM, static_cast<cudaStream_t>(stream)>>>(tA, tB, static_cast<bf16*>(C), M, N, K);
-  return (int)cudaGetLastError();
+  return launch_tma_tiles<kernel, BM, BN, BK, THREADS, SMEM>(A, B, C, M, N, K, stream);
 }

@@ -229,4 +229,35 @@ template <typename Kernel>
 inline int set_smem_limit(Kernel k, int bytes) {
   return (int)cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
+
+// The ring of rungs 04 and 05: thread 0 initialises each stage's `full` barrier for one arrival (the producer's
+// arrive.expect_tx; TMA completes the bytes) and its `empty` barrier for `releases` arrivals (lane 0 of every
+// consumer warp, once its wgmma reads are done), then the block syncs before anyone waits on them.
+template <int STAGES>
+__device__ __forceinline__ void init_ring_barriers(uint64_t* full, uint64_t* empty, uint32_t releases) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], releases);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+}
+
+// The host side of the one-CTA-per-tile TMA rungs (03-05): tensor maps over A (box BM x BK) and B (box BN x BK),
+// the kernel's smem limit raised on the first call, and a grid of one CTA per BM x BN tile of C. The kernel is a
+// template argument so that each rung's kernel keeps its own "raised once" flag. Returns 0 or an error code.
+template <auto kKernel, int BM, int BN, int BK, int THREADS, int SMEM>
+inline int launch_tma_tiles(const void* A, const void* B, void* C, int M, int N, int K, void* stream) {
+  CUtensorMap tA, tB;
+  int e = make_tmap_2d(&tA, A, M, K, BM, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!e) e = make_tmap_2d(&tB, B, N, K, BN, BK, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (e) return e;
+  static int configured = set_smem_limit(kKernel, SMEM);
+  if (configured) return configured;
+  dim3 grid(ceil_div(N, BN), ceil_div(M, BM));
+  kKernel<<<grid, THREADS, SMEM, static_cast<cudaStream_t>(stream)>>>(tA, tB, static_cast<bf16*>(C), M, N, K);
+  return (int)cudaGetLastError();
+}
 }  // namespace bf16ladder
