@@ -12,15 +12,10 @@ __global__ void __launch_bounds__(kTile * kTile)
                           float* __restrict__ C) {
   const int m = blockIdx.y * kTile + threadIdx.x / kTile;
   const int n = blockIdx.x * kTile + threadIdx.x % kTile;  // consecutive threads -> consecutive columns
-  if (m >= M || n >= N) return;
-  const float* a = A + static_cast<size_t>(m) * K;
-  float acc = 0.f;
-  for (int k = 0; k < K; ++k) acc += a[k] * B[static_cast<size_t>(k) * N + n];
-  C[static_cast<size_t>(m) * N + n] = acc;
+  sgemm::dot_one_element(M, N, K, A, B, C, m, n);
 }
 }  // namespace
 
 SGEMM_LAUNCHER(sgemm_02_gmem_coalesce) {
-  const dim3 grid(sgemm::ceil_div(N, kTile), sgemm::ceil_div(M, kTile));
-  sgemm_coalesce_kernel<<<grid, kTile * kTile, 0, stream>>>(M, N, K, A, B, C);
+  sgemm::launch_tiles(sgemm_coalesce_kernel, kTile, kTile, kTile * kTile, 0, M, N, K, A, B, C, stream);
 }

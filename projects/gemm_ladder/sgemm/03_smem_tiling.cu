@@ -30,6 +30,5 @@ __global__ void __launch_bounds__(kTile * kTile)
 }  // namespace
 
 SGEMM_LAUNCHER(sgemm_03_smem_tiling) {
-  const dim3 grid(sgemm::ceil_div(N, kTile), sgemm::ceil_div(M, kTile));
-  sgemm_smem_kernel<<<grid, kTile * kTile, 0, stream>>>(M, N, K, A, B, C);
+  sgemm::launch_tiles(sgemm_smem_kernel, kTile, kTile, kTile * kTile, 0, M, N, K, A, B, C, stream);
 }

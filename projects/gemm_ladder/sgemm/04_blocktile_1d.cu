@@ -45,6 +45,5 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 SGEMM_LAUNCHER(sgemm_04_blocktile_1d) {
-  const dim3 grid(sgemm::ceil_div(N, kBN), sgemm::ceil_div(M, kBM));
-  sgemm_blocktile_1d_kernel<<<grid, kThreads, 0, stream>>>(M, N, K, A, B, C);
+  sgemm::launch_tiles(sgemm_blocktile_1d_kernel, kBM, kBN, kThreads, 0, M, N, K, A, B, C, stream);
 }

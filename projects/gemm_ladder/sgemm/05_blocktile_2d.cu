@@ -41,10 +41,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = 0; i < kTM; ++i) a_frag[i] = As[(tr * kTM + i) * kBK + k];
 #pragma unroll
       for (int j = 0; j < kTN; ++j) b_frag[j] = Bs[k * kBN + tc * kTN + j];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i)
-#pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] += a_frag[i] * b_frag[j];
+      sgemm::outer_product(acc, a_frag, b_frag);
     }
     __syncthreads();
   }
@@ -61,6 +58,5 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 SGEMM_LAUNCHER(sgemm_05_blocktile_2d) {
-  const dim3 grid(sgemm::ceil_div(N, kBN), sgemm::ceil_div(M, kBM));
-  sgemm_blocktile_2d_kernel<<<grid, kThreads, 0, stream>>>(M, N, K, A, B, C);
+  sgemm::launch_tiles(sgemm_blocktile_2d_kernel, kBM, kBN, kThreads, 0, M, N, K, A, B, C, stream);
 }

@@ -34,27 +34,17 @@ __global__ void __launch_bounds__(kThreads)
   float a_frag[kTM], b_frag[kTN];
   for (int k0 = 0; k0 < K; k0 += kBK) {
     const float4 a = sgemm::load4_or_zero(a_ptr + k0, a_row_in && k0 + a_col < K);
-    As[(a_col + 0) * (kBM + kPadA) + a_row] = a.x;
-    As[(a_col + 1) * (kBM + kPadA) + a_row] = a.y;
-    As[(a_col + 2) * (kBM + kPadA) + a_row] = a.z;
-    As[(a_col + 3) * (kBM + kPadA) + a_row] = a.w;
+    sgemm::store4_transposed(As, kBM + kPadA, a_col, a_row, a);
     *reinterpret_cast<float4*>(&Bs[b_row * kBN + b_col]) =
         sgemm::load4_or_zero(b_ptr + static_cast<size_t>(k0) * N, b_col_in && k0 + b_row < K);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {
 #pragma unroll
-      for (int c = 0; c < kTM / 4; ++c)
-        *reinterpret_cast<float4*>(&a_frag[c * 4]) =
-            *reinterpret_cast<const float4*>(&As[k * (kBM + kPadA) + c * kRowStride + tr * 4]);
+      for (int c = 0; c < kTM / 4; ++c) sgemm::copy4(&a_frag[c * 4], &As[k * (kBM + kPadA) + c * kRowStride + tr * 4]);
 #pragma unroll
-      for (int c = 0; c < kTN / 4; ++c)
-        *reinterpret_cast<float4*>(&b_frag[c * 4]) =
-            *reinterpret_cast<const float4*>(&Bs[k * kBN + c * kColStride + tc * 4]);
-#pragma unroll
-      for (int i = 0; i < kTM; ++i)
-#pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] += a_frag[i] * b_frag[j];
+      for (int c = 0; c < kTN / 4; ++c) sgemm::copy4(&b_frag[c * 4], &Bs[k * kBN + c * kColStride + tc * 4]);
+      sgemm::outer_product(acc, a_frag, b_frag);
     }
     __syncthreads();
   }
@@ -65,15 +55,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kTN; j += 4) {
       const int n = n0 + (j / 4) * kColStride + tc * 4;
-      if (m < M && n < N)
-        *reinterpret_cast<float4*>(&C[static_cast<size_t>(m) * N + n]) =
-            make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+      if (m < M && n < N) sgemm::store4(&C[static_cast<size_t>(m) * N + n], &acc[i][j]);
     }
   }
 }
 }  // namespace
 
 SGEMM_LAUNCHER(sgemm_07_bank_conflicts) {
-  const dim3 grid(sgemm::ceil_div(N, kBN), sgemm::ceil_div(M, kBM));
-  sgemm_bank_conflicts_kernel<<<grid, kThreads, 0, stream>>>(M, N, K, A, B, C);
+  sgemm::launch_tiles(sgemm_bank_conflicts_kernel, kBM, kBN, kThreads, 0, M, N, K, A, B, C, stream);
 }

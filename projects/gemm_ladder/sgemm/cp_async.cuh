@@ -104,37 +104,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int c = 0; c < TN / 4; ++c)
         *reinterpret_cast<float4*>(&b_frag[c * 4]) =
             *reinterpret_cast<const float4*>(&bs[k * BN + col0 + c * Cfg::kColStride]);
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] += a_frag[i] * b_frag[j];
+      outer_product(acc, a_frag, b_frag);
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (only empty groups remain, but be explicit)
+  store_outputs<Cfg>(acc, C, M, N, m0 + row0, n0 + col0, [](float* c, const float* v) {
+    if constexpr (kAtomic) {
 #pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int m = m0 + row0 + (i / 4) * Cfg::kRowStride + i % 4;
-#pragma unroll
-    for (int j = 0; j < TN; j += 4) {
-      const int n = n0 + col0 + (j / 4) * Cfg::kColStride;
-      if (m >= M || n >= N) continue;
-      float* c = &C[static_cast<size_t>(m) * N + n];
-      if constexpr (kAtomic) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) atomicAdd(c + q, acc[i][j + q]);
-      } else {
-        *reinterpret_cast<float4*>(c) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-      }
+      for (int q = 0; q < 4; ++q) atomicAdd(c + q, v[q]);
+    } else {
+      store4(c, v);
     }
-  }
+  });
 }
 
 // One block per output tile, plain stores (rung 11).
 template <class Cfg>
 void launch_cp_async(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream) {
-  allow_smem(sgemm_cp_async_kernel<Cfg, false>, Cfg::kSmemBytes);
-  const dim3 grid(ceil_div(N, Cfg::BN), ceil_div(M, Cfg::BM));
-  sgemm_cp_async_kernel<Cfg, false><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(M, N, K, A, B, C);
+  launch_tiles(sgemm_cp_async_kernel<Cfg, false>, Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, M, N, K, A, B, C,
+               stream);
 }
 
 // `splits` blocks per output tile, each adding its share of K into C, which is zeroed first (rung 12).

@@ -34,6 +34,24 @@ struct TileConfig {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
 };
 
+// The epilogue of rung 08's kernel and rung 11's cp.async kernel: the float4 of accumulators at acc[i][j]
+// (j % 4 == 0) belongs at C[m][n .. n+3], m = row0 + (i/4)*kRowStride + i%4, n = col0 + (j/4)*kColStride (row0,
+// col0: the thread's first output in C); store(&C[m][n], &acc[i][j]) writes each one that lies inside C
+// (N % 4 == 0: a float4 is wholly inside or wholly outside).
+template <class Cfg, class Store>
+__device__ __forceinline__ void store_outputs(const float (&acc)[Cfg::TM][Cfg::TN], float* C, int M, int N, int row0,
+                                              int col0, Store store) {
+#pragma unroll
+  for (int i = 0; i < Cfg::TM; ++i) {
+    const int m = row0 + (i / 4) * Cfg::kRowStride + i % 4;
+#pragma unroll
+    for (int j = 0; j < Cfg::TN; j += 4) {
+      const int n = col0 + (j / 4) * Cfg::kColStride;
+      if (m < M && n < N) store(&C[static_cast<size_t>(m) * N + n], &acc[i][j]);
+    }
+  }
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     sgemm_double_buffer_kernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -69,10 +87,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
     for (int i = 0; i < Cfg::kLoadsA; ++i) {
       const int r = a_row + i * Cfg::kARowStep;
-      as[(a_col + 0) * kLdA + r] = a_stage[i].x;
-      as[(a_col + 1) * kLdA + r] = a_stage[i].y;
-      as[(a_col + 2) * kLdA + r] = a_stage[i].z;
-      as[(a_col + 3) * kLdA + r] = a_stage[i].w;
+      store4_transposed(as, kLdA, a_col, r, a_stage[i]);
     }
 #pragma unroll
     for (int i = 0; i < Cfg::kLoadsB; ++i)
@@ -100,34 +115,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int c = 0; c < TN / 4; ++c)
         *reinterpret_cast<float4*>(&b_frag[c * 4]) =
             *reinterpret_cast<const float4*>(&bs[k * BN + col0 + c * Cfg::kColStride]);
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] += a_frag[i] * b_frag[j];
+      outer_product(acc, a_frag, b_frag);
     }
     // Buffer buf^1 was last read in the previous iteration, which ended with a barrier: safe to overwrite.
     if (has_next) store_tile(buf ^ 1);
     __syncthreads();
     buf ^= 1;
   }
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int m = m0 + row0 + (i / 4) * Cfg::kRowStride + i % 4;
-#pragma unroll
-    for (int j = 0; j < TN; j += 4) {
-      const int n = n0 + col0 + (j / 4) * Cfg::kColStride;
-      if (m < M && n < N)
-        *reinterpret_cast<float4*>(&C[static_cast<size_t>(m) * N + n]) =
-            make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-    }
-  }
+  store_outputs<Cfg>(acc, C, M, N, m0 + row0, n0 + col0, [](float* c, const float* v) { store4(c, v); });
 }
 
 template <class Cfg>
 void launch_double_buffer(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream) {
-  allow_smem(sgemm_double_buffer_kernel<Cfg>, Cfg::kSmemBytes);
-  const dim3 grid(ceil_div(N, Cfg::BN), ceil_div(M, Cfg::BM));
-  sgemm_double_buffer_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(M, N, K, A, B, C);
+  launch_tiles(sgemm_double_buffer_kernel<Cfg>, Cfg::BM, Cfg::BN, Cfg::kThreads, Cfg::kSmemBytes, M, N, K, A, B, C,
+               stream);
 }
 
 }  // namespace sgemm
