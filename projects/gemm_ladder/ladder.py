@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpufolio.api import TFLOPS, Bench
 from gpufolio.check import dot_tolerance
 
 NAME_RE = re.compile(r"\d\d_[a-z0-9_]+")
@@ -67,6 +68,16 @@ def timed_call(ext, rung: Rung):
         return inputs["C"]
 
     return fn
+
+
+CUBLAS = "cublas"  # both ladders' baseline variant: torch.matmul, which calls cuBLAS
+
+
+def bench(name: str, **declared) -> Bench:
+    """A ladder's Bench: TFLOP/s against cuBLAS across M, in the gemm_ladder project; CUDA kernels only, so no
+    dry run. ``declared`` is what differs between the ladders (variants, configs, case, description, headline)."""
+    return Bench(project="gemm_ladder", name=name, metric=TFLOPS, headline_baseline=CUBLAS, x_param="M",
+                 dry_run_supported=False, **declared)
 
 
 # The K-scaled GEMM tolerance lives with the harness's table (its derivation is there).

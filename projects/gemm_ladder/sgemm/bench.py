@@ -5,14 +5,13 @@ The harness times and checks; this file only declares the work.
 """
 from __future__ import annotations
 
-from gpufolio.api import TFLOPS, Bench, Case, Timing, Unsupported, Variant, Work
+from gpufolio.api import Case, Timing, Unsupported, Variant, Work
 
 from .. import ladder
 from . import registry
 
-PROJECT = "gemm_ladder"
 BENCH = "sgemm"
-BASELINE = "cublas"
+BASELINE = ladder.CUBLAS
 
 SQUARES = (128, 256, 512, 1024, 2048, 4096, 8192)
 # LLM projections (tokens x out x in) at 2k tokens of a Llama-3-8B-sized layer (d=4096, MLP 14336):
@@ -98,17 +97,12 @@ def case(variant: str, params: dict, device) -> Case:
     )
 
 
-SGEMM_BENCH = Bench(
-    project=PROJECT,
-    name=BENCH,
-    metric=TFLOPS,
+SGEMM_BENCH = ladder.bench(
+    BENCH,
     variants=[Variant(r.name, "candidate", r.label) for r in registry.RUNGS]
     + [Variant(BASELINE, "baseline", "cuBLAS FP32 (torch.matmul, TF32 off)")],
     configs=configs,
     case=case,
     description="FP32 SGEMM C = A @ B (row-major), CUDA rungs from naive to warp tiling, vs cuBLAS with TF32 off.",
     headline_params={"M": 4096, "N": 4096, "K": 4096},
-    headline_baseline=BASELINE,
-    x_param="M",
-    dry_run_supported=False,
 )
