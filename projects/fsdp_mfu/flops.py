@@ -19,23 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .configs import ModelConfig
+from gpufolio import datasheets
 
-# Dense (no 2:4 sparsity) bf16 tensor-core peak, FLOP/s, from NVIDIA's datasheets.
-PEAK_BF16_FLOPS: dict[str, float] = {
-    "H200": 989e12,  # H200 SXM datasheet: 1,979 TFLOPS "with sparsity" -> 989.5 dense
-    "H100": 989e12,  # H100 SXM datasheet (same GH100 die and clocks as H200 SXM)
-    "A100": 312e12,  # A100 datasheet, bf16 dense
-}
+from .configs import ModelConfig
 
 
 def peak_flops(gpu_name: str) -> float:
-    """The datasheet peak for a device name such as 'NVIDIA H200'; KeyError for an unknown card
-    (never a made-up default: an unknown peak is how nanoGPT reported 104% MFU on H100)."""
-    for key, value in PEAK_BF16_FLOPS.items():
-        if key in gpu_name.upper():
-            return value
-    raise KeyError(f"no datasheet bf16 peak for {gpu_name!r}; known: {sorted(PEAK_BF16_FLOPS)}")
+    """The datasheet bf16 dense peak, FLOP/s, of a device named as the stamp names it ('NVIDIA H200'), from the
+    harness's one table (gpufolio.datasheets); KeyError for an unlisted card, never a made-up default."""
+    tflops = datasheets.peak(gpu_name, "bf16_tflops")
+    if tflops is None:
+        raise KeyError(f"no datasheet bf16 peak for {gpu_name!r}; listed: {sorted(datasheets.DATASHEETS)}")
+    return tflops * 1e12
 
 
 @dataclass(frozen=True)

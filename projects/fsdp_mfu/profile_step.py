@@ -10,35 +10,25 @@ batch; a trailing ``!`` also profiles it (as do the first ``--profile-first`` se
 Chrome trace with ``--trace``. Each setting appends one JSON line to ``profile.jsonl`` as soon as it is measured
 (a killed run keeps what it finished) and prints one line.
 
-Buckets, by kernel name (first match wins): attention (flash / cuDNN / FMHA), GEMM (cuBLAS / CUTLASS / nvjet),
-Triton (Inductor's fused pointwise and reductions: norms, RoPE, SiLU·mul, residual adds, cross-entropy),
-comm_copy (NCCL, FSDP2's copy-in / copy-out, casts, cat/split), optimizer (fused AdamW and the foreach kernels
-of gradient clipping), other (eager embedding, ...). "idle" is the step's wall time not covered by a kernel:
-launch gaps, host work, synchronisation.
+A setting is the bench's case (bench.build_step: the same trainer, inputs, FLOPs, memory prediction and metrics),
+timed by the harness's host-clock timer; the buckets are kernel_buckets.py's, as in every bench record.
 
 This is evidence for the README's "what leaves MFU on the table"; the recorded numbers come from the bench.
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import gzip
 import json
-import re
 import shutil
-import statistics
 import time
 from pathlib import Path
 
 import torch
+from gpufolio.timing import time_wall
 
-BUCKETS = [  # first match wins
-    ("attention", re.compile(r"flash|fmha|cudnn|sdpa|attention", re.I)),
-    ("gemm", re.compile(r"gemm|nvjet|cutlass|sm90_xmma|cublas|ampere_|sm80_", re.I)),
-    ("triton", re.compile(r"^triton_", re.I)),  # before the rest: Inductor names kernels after the ops they fuse
-    ("comm_copy", re.compile(r"nccl|all_gather|reduce_scatter|copy|memcpy|memset|cat|split|chunk", re.I)),
-    ("optimizer", re.compile(r"adam|multi_tensor|foreach|lpnorm|norm_kernel", re.I)),
-]
+from .bench import MFU, _world_size, build_step
+from .kernel_buckets import busy_union_ms, kernel_buckets
 
 # Setting options: name -> TrainConfig fields they set.
 OPTIONS: dict[str, dict] = {
@@ -49,13 +39,6 @@ OPTIONS: dict[str, dict] = {
     "auto": {"sdpa_backend": "auto"},
     "fused_kernels": {"fused_kernels": True},
 }
-
-
-def bucket(name: str) -> str:
-    for label, rx in BUCKETS:
-        if rx.search(name):
-            return label
-    return "other"
 
 
 def parse_setting(text: str) -> tuple[str, dict, int]:
@@ -70,162 +53,55 @@ def parse_setting(text: str) -> tuple[str, dict, int]:
     return variant, fields, int(batch or 8)
 
 
-def _is_kernel(e) -> bool:
-    """A GPU kernel, memcpy or memset — not a user annotation (``Optimizer.step#AdamW.step``,
-    ``FSDP::post_backward_reduce``: ranges that the profiler also draws on the GPU timeline, over kernels it
-    already counts)."""
-    return e.device_type == torch.autograd.DeviceType.CUDA and not getattr(e, "is_user_annotation", False) \
-        and not e.key.startswith(ANNOTATION_PREFIXES)
-
-
-ANNOTATION_PREFIXES = ("FSDP::", "Optimizer.", "ProfilerStep", "## ")
-
-
-def busy_union_ms(prof, steps: int) -> float:
-    """ms per step during which at least one kernel ran: kernels on other streams (FSDP2's copies, NCCL) can
-    overlap compute, so the sum of kernel times can exceed the time the GPU was busy."""
-    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events() if _is_kernel(e))
-    total, cur_start, cur_end = 0.0, None, None
-    for start, end in spans:
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total / 1e3 / steps  # us -> ms
-
-
-def kernel_buckets(prof, steps: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """ms per step by bucket, and the top kernels of each bucket."""
-    kernels: dict[str, float] = {}
-    names: dict[str, dict[str, float]] = {}
-    for e in prof.key_averages():
-        if not _is_kernel(e):
-            continue
-        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
-        if t <= 0:
-            continue
-        b = bucket(e.key)
-        ms = t / 1e3 / steps
-        kernels[b] = kernels.get(b, 0.0) + ms
-        names.setdefault(b, {})[e.key[:140]] = names.get(b, {}).get(e.key[:140], 0.0) + ms
-    top = {b: dict(sorted(v.items(), key=lambda kv: -kv[1])[:12]) for b, v in names.items()}
-    return kernels, top
-
-
-def profile_buckets(step, steps: int, sync) -> tuple[dict[str, float], dict[str, dict[str, float]], float]:
-    """Run ``step()`` ``steps`` times under torch.profiler (CUDA kernels only): ms per step by bucket, the top
-    kernels, and the busy (kernel-union) ms per step. Without CUDA the profiler records CPU ops only, and the
-    buckets stay empty."""
-    from torch.profiler import ProfilerActivity, profile
-
-    act = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU
-    with profile(activities=[act]) as prof:
-        for _ in range(steps):
-            step()
-        sync()
-    kernels, top = kernel_buckets(prof, steps)
-    return kernels, top, busy_union_ms(prof, steps)
-
-
-def breakdown_metrics(kernels: dict[str, float], step_ms: float, dense_flops: float,
-                      attention_causal_flops: float, busy_ms: float | None = None) -> dict[str, tuple[float, str, bool]]:
-    """The bench's extra metrics from a kernel breakdown: each bucket's share of the step; idle = the step's
-    time with no kernel running, overlap = kernel time that ran beside other kernels (so the shares + idle -
-    overlap = 100); what the GEMM and attention kernels achieve on the work the FLOPs formula counts for them."""
-    out = {f"step_{b}_pct": (100 * kernels.get(b, 0.0) / step_ms, "% of step", False)
-           for b in ("gemm", "attention", "triton", "optimizer", "comm_copy", "other")}
-    total = sum(kernels.values())
-    busy = total if busy_ms is None else busy_ms
-    out["step_idle_pct"] = (100 * (step_ms - busy) / step_ms, "% of step", False)
-    out["step_overlap_pct"] = (100 * (total - busy) / step_ms, "% of step", False)
-    if kernels.get("gemm"):
-        out["gemm_tflops"] = (dense_flops / (kernels["gemm"] * 1e-3) / 1e12, "TFLOP/s", True)
-    if kernels.get("attention"):
-        out["attention_causal_tflops"] = (attention_causal_flops / (kernels["attention"] * 1e-3) / 1e12,
-                                          "TFLOP/s", True)
-    return out
-
-
 def measure(text: str, a, device, do_profile: bool) -> dict:
-    from .bench import VARIANTS
-    from .configs import get_config
-    from .flops import flops_per_token, peak_flops
-    from .memory import predict
-    from .trainer import TrainConfig, Trainer
-
+    """One setting: the bench's step for its variant, options and batch, timed, and profiled if asked."""
     variant, fields, B = parse_setting(text)
-    spec = VARIANTS[variant]
-    cfg = get_config(a.model)
-    torch._dynamo.reset()
-    gc.collect()
     on_gpu = device.type == "cuda"
-    if on_gpu:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-    tcfg = TrainConfig(**{"mode": spec.mode, "compile": spec.compile and on_gpu, "ac": spec.ac,
-                          "reshard_after_forward": spec.reshard_after_forward, "sdpa_backend": a.sdpa,
-                          "dtype": "bfloat16" if on_gpu else "float32", **fields})
+    params = {"model": a.model, "B": B, "T": a.seq, "dtype": "bfloat16" if on_gpu else "float32", "sdpa": a.sdpa,
+              "world_size": _world_size()}
+    if not on_gpu:  # a smoke test of this script: eager, as the bench's dry run
+        fields = {**fields, "compile": False}
     t0 = time.perf_counter()
-    tr = Trainer(cfg, tcfg, device)
-    if tcfg.mode != "single":
-        device = tr.dist.device
-    seq = torch.randint(0, cfg.vocab_size, (B, a.seq + 1), device=device)
-    x, y = seq[:, :-1], seq[:, 1:]
+    step = build_step(variant, params, device, **fields)
+    inputs = step.make_inputs(torch.Generator(device=step.device).manual_seed(0))
     sync = torch.cuda.synchronize if on_gpu else (lambda: None)
-    for _ in range(a.warmup):  # compile + warm-up
-        tr.step(x, y)
+    step.run(inputs)  # compiles
     sync()
     warm_s = time.perf_counter() - t0
-    times = []
-    for _ in range(a.steps):  # the bench's method: host clock, synchronised per step
-        t = time.perf_counter()
-        tr.step(x, y)
-        sync()
-        times.append(time.perf_counter() - t)
-    step_ms = 1e3 * statistics.median(times)
-    fpt = flops_per_token(cfg, a.seq)
-    tokens = B * a.seq
+    stats = time_wall(lambda: step.run(inputs), warmup_ms=0, rep_ms=0, warmup_min=max(a.warmup - 1, 1),
+                      min_reps=a.steps, max_reps=a.steps, sync=sync)
+    tcfg = step.trainer.cfg
     out = {"setting": text, "variant": variant, "options": fields, "model": a.model, "B": B, "T": a.seq,
-           "sdpa": tcfg.sdpa_backend, "compile_warmup_s": warm_s, "step_ms": step_ms,
-           "step_ms_all": [1e3 * t for t in times], "tok_s": tokens / step_ms * 1e3}
-    mem = predict(cfg, B, a.seq, mode=spec.mode, compiled=tcfg.compile, ac=spec.ac, dtype=tcfg.dtype,
-                  reshard_after_forward=tcfg.reshard_after_forward, fused_proj=tcfg.fused_proj)
-    out["mem_pred_gib"] = mem.peak / 2**30
+           "sdpa": tcfg.sdpa_backend, "compile_warmup_s": warm_s, "step_ms": stats.median_ms,
+           "timing": stats.as_dict()}
     if on_gpu:
-        peak = peak_flops(torch.cuda.get_device_name(device))
-        out["mfu"] = 100 * fpt.model * out["tok_s"] / peak
-        out["mfu_causal"] = 100 * fpt.model_causal * out["tok_s"] / peak
-        out["mem_peak_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
-        out["mem_pred_err"] = 100 * (out["mem_pred_gib"] / out["mem_peak_gib"] - 1)
+        out["mfu"] = MFU.value(step.work, stats.median_ms * 1e-3)
+    out.update({k: v[0] for k, v in step.metrics(stats.median_ms * 1e-3).items()})
     if do_profile:
         from torch.profiler import ProfilerActivity, profile
 
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
         with profile(activities=acts) as prof:
             for _ in range(a.profile_steps):
-                tr.step(x, y)
+                step.run(inputs)
             sync()
         kernels, top = kernel_buckets(prof, a.profile_steps)
         busy = busy_union_ms(prof, a.profile_steps)
-        out.update(kernel_ms_per_step=kernels, busy_ms=busy, idle_ms=step_ms - busy,
+        out.update(kernel_ms_per_step=kernels, busy_ms=busy, idle_ms=stats.median_ms - busy,
                    overlap_ms=sum(kernels.values()) - busy, top_kernels=top)
         # What the busy buckets achieve on the work the formula counts (causal: the half a kernel does).
+        tokens = B * a.seq
         if kernels.get("gemm"):
-            out["gemm_tflops"] = fpt.dense * tokens / (kernels["gemm"] * 1e-3) / 1e12
+            out["gemm_tflops"] = step.fpt.dense * tokens / (kernels["gemm"] * 1e-3) / 1e12
         if kernels.get("attention"):
-            out["attention_causal_tflops"] = fpt.attention_causal * tokens / (kernels["attention"] * 1e-3) / 1e12
+            out["attention_causal_tflops"] = step.fpt.attention_causal * tokens / (kernels["attention"] * 1e-3) / 1e12
         if a.trace:
             trace = a.out / f"trace_{text.rstrip('!').replace('@', '_B')}.json"
             prof.export_chrome_trace(str(trace))
             with open(trace, "rb") as f_in, gzip.open(str(trace) + ".gz", "wb") as f_out:
                 shutil.copyfileobj(f_in, f_out)
             trace.unlink()
-    del tr
-    return out
+    return out  # the step (its trainer and compiled graphs) goes with this frame
 
 
 def gemm_shapes(a, device) -> dict:

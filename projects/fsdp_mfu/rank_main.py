@@ -98,13 +98,13 @@ class Rank:
             return {}
         from torch.profiler import ProfilerActivity, profile
 
-        from .profile_step import _is_kernel
+        from .kernel_buckets import is_kernel
 
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for i in range(steps):
                 self.step(seed + i)
             self.sync()
-        kernels = [(e.key, e.time_range.start, e.time_range.end) for e in prof.events() if _is_kernel(e)]
+        kernels = [(e.key, e.time_range.start, e.time_range.end) for e in prof.events() if is_kernel(e)]
         return comm_overlap(kernels, steps)
 
     def _trainer(self) -> Trainer:

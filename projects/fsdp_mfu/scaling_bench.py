@@ -3,7 +3,8 @@ scaling, for the ~1B and the Llama-3-8B-shaped configs (scaling.py: the points a
 
 Each case starts N ranks under torchrun and drives them from the harness's worker (rank_pool.py), so the
 harness times, checks and stamps a multi-GPU step like any other: one record per (point, strategy). Headline
-metric: MFU per GPU (% of the datasheet bf16 peak), as train_step's. Beside it: global and per-GPU tokens/s,
+metric: MFU per GPU (% of the GPU's datasheet bf16 dense peak), as train_step's; the harness's worker is not one of
+the ranks, so the work names how many GPUs shared it. Beside it: global and per-GPU tokens/s,
 predicted and measured (the largest over ranks) peak memory per rank, NCCL's share of the step and the share of it hidden behind
 compute (comm_profile.py), and the mean loss of the first LOSS_STEPS steps from the same initial weights on
 fixed data — the same tokens at every N of a strong-scaling line, so those losses must agree with the one-GPU
@@ -19,40 +20,15 @@ FSDP_MFU_SCALING_MODELS (e.g. ``llama_1b``) and FSDP_MFU_SCALING_GPUS (e.g. ``1,
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from gpufolio.api import Bench, Case, CheckResult, Metric, Timing, Unsupported, Variant, Work
+from gpufolio.api import Bench, Case, CheckResult, Timing, Unsupported, Variant
 
 from . import scaling as S
-from .bench_common import TUNED_STEP, fresh_process_state, loss_falls
-from .flops import PEAK_BF16_FLOPS
+from .bench_common import MFU, MFU_UNIT, TUNED_STEP, StepWork, datasheet_peak_tflops, fresh_process_state, loss_falls
 
 LOSS_STEPS = 3  # steps from the initial weights on fixed data, before timing (they are also the warm-up)
 PROFILE_STEPS = 2
 HEADLINE_POINT = {"model": "llama_1b", "scaling": "weak", "gpus": 8}
-
-
-@dataclass(frozen=True)
-class RanksWork(Work):
-    """The step's work over all ranks, and how many GPUs shared it."""
-
-    gpus: int = 1
-
-
-@dataclass(frozen=True)
-class MfuPerGpu(Metric):
-    """train_step's MFU (model FLOPs per second per GPU, % of the datasheet peak), divided by the case's GPU
-    count: the harness's worker is not one of the ranks."""
-
-    peak_tflops: float = PEAK_BF16_FLOPS["H200"] / 1e12
-
-    def value(self, work: Work, median_s: float) -> float:
-        if work.flops is None or not isinstance(work, RanksWork):
-            raise ValueError("the per-GPU MFU metric needs RanksWork with flops")
-        return 100 * work.flops / work.gpus / median_s / (self.peak_tflops * 1e12)
-
-
-MFU = MfuPerGpu("mfu", "% of datasheet bf16 peak", True, "flops")
 
 
 def _selected(values: str | None, cast) -> set | None:
@@ -113,10 +89,11 @@ def case(variant: str, params: dict, device) -> Case:
 
     from . import rank_pool
     from .configs import get_config
-    from .flops import flops_per_token, peak_flops
+    from .flops import flops_per_token
 
     point = _point(variant, params)
     _refuse_what_cannot_run(point, device)
+    peak_tflops = datasheet_peak_tflops(device)
     cfg = get_config(point.model)
     on_cuda = device.type == "cuda"
     fresh_process_state(device)  # the worker's own cached blocks (earlier cases) would crowd rank 0's GPU
@@ -153,8 +130,7 @@ def case(variant: str, params: dict, device) -> Case:
         out.update({f"loss_step{i + 1}": (v, "nats", False) for i, v in enumerate(losses)})
         if not on_cuda:
             return out
-        peak = peak_flops(torch.cuda.get_device_name(device))
-        out["mfu_causal"] = (100 * fpt.model_causal * tok_s / point.gpus / peak, "% of datasheet bf16 peak", True)
+        out["mfu_causal"] = (100 * fpt.model_causal * tok_s / point.gpus / (peak_tflops * 1e12), MFU_UNIT, True)
         peak_gib = max(m["peak_gib"] for m in pool.call("memory"))
         out["mem_peak_gib"] = (peak_gib, "GiB (largest rank)", False)
         out["mem_pred_err"] = (100 * (mem_pred / peak_gib - 1), "%", False)
@@ -167,7 +143,7 @@ def case(variant: str, params: dict, device) -> Case:
         return out
 
     return Case(fn=fn, make_inputs=make_inputs, check=check, reference_name="loss falls",
-                work=RanksWork(tokens=tokens, flops=fpt.model * tokens, gpus=point.gpus),
+                work=StepWork(tokens=tokens, flops=fpt.model * tokens, gpus=point.gpus, peak_tflops=peak_tflops),
                 timing=Timing(method="wall", warmup_ms=0.0, rep_ms=1500.0, min_reps=8, max_reps=40, warmup_min=3),
                 extra_metrics=extra_metrics)
 

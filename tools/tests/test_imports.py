@@ -9,20 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from gpufolio import sources
 from gpufolio.store import repo_root
 
 ROOT = repo_root()
 PACKAGES = ((ROOT / "tools" / "gpufolio", "gpufolio"), (ROOT / "projects", sources.PACKAGE))
-# The import that closes each loop there is today: a known defect, to be broken in the file named first. Every
-# other loop fails test_no_import_cycles; one of these no longer in a loop fails test_the_known_loops_are_broken.
-KNOWN_BACK_EDGES = {
-    # profile_step.py reads bench.py's variants while bench.py imports it.
-    ("gpufolio_projects.fsdp_mfu.profile_step", "gpufolio_projects.fsdp_mfu.bench"),
-    # records.py imports config.py inside a function, late; config.py takes SHA_RE from records.py.
-    ("gpufolio.site.records", "gpufolio.site.config"),
-}
 
 
 def modules() -> dict[str, Path]:
@@ -87,17 +78,8 @@ def test_cycle_finder_sees_a_loop_through_three_modules():
 
 
 def test_no_import_cycles():
-    graph = import_graph()
-    for source, target in KNOWN_BACK_EDGES:
-        graph.get(source, set()).discard(target)
-    found = cycles(graph)
+    found = cycles(import_graph())
     assert found == [], f"modules that import each other: {[sorted(c) for c in found]}"
-
-
-@pytest.mark.xfail(strict=True, reason="a known loop (KNOWN_BACK_EDGES): once broken, its entry should go")
-@pytest.mark.parametrize("edge", sorted(KNOWN_BACK_EDGES), ids=lambda e: e[0].rsplit(".", 1)[1])
-def test_the_known_loops_are_broken(edge):
-    assert not any(set(edge) <= loop for loop in cycles(import_graph()))
 
 
 IMPORT_ALL = """

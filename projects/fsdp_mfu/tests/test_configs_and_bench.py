@@ -41,7 +41,7 @@ def test_train_config_validation():
 
 def test_profile_buckets_kernel_names():
     pytest.importorskip("torch")
-    from gpufolio_projects.fsdp_mfu.profile_step import bucket
+    from gpufolio_projects.fsdp_mfu.kernel_buckets import bucket
 
     assert bucket("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64") == "gemm"
     assert bucket("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN") == "gemm"
@@ -56,7 +56,7 @@ def test_profile_buckets_kernel_names():
 
 def test_step_breakdown_metrics():
     pytest.importorskip("torch")
-    from gpufolio_projects.fsdp_mfu.profile_step import breakdown_metrics
+    from gpufolio_projects.fsdp_mfu.kernel_buckets import breakdown_metrics
 
     m = breakdown_metrics({"gemm": 60.0, "attention": 10.0, "triton": 20.0}, step_ms=100.0, dense_flops=6e13,
                           attention_causal_flops=2e12)
@@ -70,7 +70,7 @@ def test_step_breakdown_metrics():
 
 def test_profile_buckets_runs_on_cpu():
     torch = pytest.importorskip("torch")
-    from gpufolio_projects.fsdp_mfu.profile_step import profile_buckets
+    from gpufolio_projects.fsdp_mfu.kernel_buckets import profile_buckets
 
     x = torch.randn(64, 64)
     kernels, top, busy = profile_buckets(lambda: x @ x, 2, lambda: None)
@@ -81,7 +81,7 @@ def test_busy_time_is_a_union_and_skips_annotations():
     torch = pytest.importorskip("torch")
     from types import SimpleNamespace as NS
 
-    from gpufolio_projects.fsdp_mfu.profile_step import busy_union_ms, kernel_buckets
+    from gpufolio_projects.fsdp_mfu.kernel_buckets import busy_union_ms, kernel_buckets
 
     cuda = torch.autograd.DeviceType.CUDA
 
@@ -99,16 +99,30 @@ def test_busy_time_is_a_union_and_skips_annotations():
     assert kernels == pytest.approx({"gemm": 1.0, "comm_copy": 1.0, "triton": 0.5})
 
 
-def test_headline_metric_is_mfu_per_gpu(monkeypatch):
-    from gpufolio.api import Work
+def test_headline_metric_is_mfu_per_gpu_of_its_own_datasheet():
     from gpufolio_projects.fsdp_mfu import bench
+    from gpufolio_projects.fsdp_mfu.bench_common import StepWork
 
     assert bench.BENCHES[0].metric is bench.MFU and bench.MFU.name == "mfu"
-    work = Work(tokens=1000, flops=989e12)  # one second of the datasheet peak on one GPU
-    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert bench.MFU.unit == "% of datasheet bf16 dense peak" and "989" not in bench.MFU.unit
+    work = StepWork(tokens=1000, flops=989e12, peak_tflops=989.0)  # one second of the peak on one GPU
     assert bench.MFU.value(work, 2.0) == pytest.approx(50.0)
-    monkeypatch.setenv("WORLD_SIZE", "2")  # the same flops over two ranks: each did half
-    assert bench.MFU.value(work, 2.0) == pytest.approx(25.0)
+    two = StepWork(tokens=1000, flops=989e12, gpus=2, peak_tflops=989.0)  # the same flops over two ranks
+    assert bench.MFU.value(two, 2.0) == pytest.approx(25.0)
+    slower_card = StepWork(tokens=1000, flops=312e12, peak_tflops=312.0)  # the card's own peak, not 989
+    assert bench.MFU.value(slower_card, 1.0) == pytest.approx(100.0)
+
+
+def test_an_unlisted_gpu_is_refused_not_given_a_peak(monkeypatch):
+    import torch
+    from gpufolio.api import Unsupported
+    from gpufolio_projects.fsdp_mfu import bench_common
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe")
+    with pytest.raises(Unsupported, match="H100 PCIe"):
+        bench_common.datasheet_peak_tflops(torch.device("cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H200")
+    assert bench_common.datasheet_peak_tflops(torch.device("cuda")) == 989.0
 
 
 def test_cublas_ceiling_is_the_stamps(monkeypatch):
@@ -119,3 +133,19 @@ def test_cublas_ceiling_is_the_stamps(monkeypatch):
     assert bench.bf16_ceiling() == 700.0
     monkeypatch.setattr(stamp, "_LAST", {})  # no stamp (no CUDA): no ceiling, and the case times none itself
     assert bench.bf16_ceiling() is None
+
+
+def test_profile_step_measures_the_bench_step_on_cpu(tmp_path):
+    """profile_step.py builds the bench's own step (bench.build_step) and times it with the harness's timer."""
+    pytest.importorskip("torch")
+    from types import SimpleNamespace as NS
+
+    import torch
+    from gpufolio_projects.fsdp_mfu import profile_step
+
+    a = NS(model="tiny", seq=32, sdpa="auto", warmup=1, steps=2, profile_steps=1, trace=False, out=tmp_path)
+    r = profile_step.measure("single+fused_proj@2", a, torch.device("cpu"), do_profile=True)
+    assert r["options"] == {"fused_proj": True, "compile": False} and r["B"] == 2 and r["timing"]["n"] == 2
+    assert r["step_ms"] > 0 and r["tok_s"] > 0 and r["mem_pred_gib"] > 0 and "mfu" not in r  # no GPU, no MFU
+    assert "kernel_ms_per_step" in r
+    assert "fsdp2_compile" in profile_step.summary_line(dict(r, setting="fsdp2_compile@2"))

@@ -90,7 +90,9 @@ def test_hsdp_variant_needs_the_points_shard_groups():
 
 
 def test_mfu_is_per_gpu_of_the_case():
-    work = SB.RanksWork(tokens=1, flops=8 * 989e12, gpus=8)  # one second of eight datasheet peaks
+    from gpufolio_projects.fsdp_mfu.bench_common import StepWork
+
+    work = StepWork(tokens=1, flops=8 * 989e12, gpus=8, peak_tflops=989.0)  # one second of eight datasheet peaks
     assert SB.MFU.value(work, 1.0) == pytest.approx(100.0)
     assert SB.MFU.value(work, 2.0) == pytest.approx(50.0)
     from gpufolio.api import Work

@@ -53,7 +53,6 @@ def portfolio_gpu() -> str:
     """The portfolio's GPU model: the model named by the site configuration's GPU statement, else DEFAULT_GPU.
     Records of any other model never count here; they get sections of their own."""
     from .. import store
-
     from . import config  # late: reading the configuration is only needed here, and costs a YAML parse
 
     site = config.load(store.repo_root())
