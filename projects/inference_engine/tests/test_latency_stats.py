@@ -47,3 +47,11 @@ def test_the_full_sweep_passes_capacity_bounded_in_requests_and_time():
         assert (c["slo_ttft_ms"], c["slo_tpot_ms"]) == (bench.ONLINE_SLO.ttft_ms, bench.ONLINE_SLO.tpot_ms)
     # arrivals of every full case: five calls of at most ~2 s each per variant
     assert sum(5 * c["num_requests"] / c["rate"] for c in full) <= 65
+
+
+def test_the_lab_plot_draws_the_committed_run_with_the_sites_chart(tmp_path):
+    from gpufolio_projects.inference_engine.lab import plot_online
+
+    out = tmp_path / "online.png"
+    assert plot_online.main(["--run", "20261203T142513Z-ff3056", "--out", str(out)]) == 0 and out.stat().st_size
+    assert plot_online.main(["--run", "no-such-run", "--out", str(out)]) == 2
