@@ -21,6 +21,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .blocks import _key_ranges, _query_block, _visible
+
 
 @triton.jit(do_not_specialize=["n_rows"])
 def _bwd_preprocess_kernel(Out, DO, DELTA, n_rows, HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr):
@@ -141,10 +143,7 @@ def _dq_inner(dq, q, do, lse, delta, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk
         v = desc_v.load([kv_row0 + start_n, 0])
         qk = tl.dot(q, k.T, input_precision=PRECISION)
         if MASK:
-            offs_n = start_n + offs_n0
-            keep = offs_n[None, :] < seqlen_k
-            if CAUSAL:
-                keep = keep & (offs_n[None, :] <= offs_m[:, None] + diag)
+            keep = _visible(offs_m, start_n + offs_n0, seqlen_k, diag, CAUSAL)
             p = tl.math.exp2(tl.where(keep, qk * qk_scale - lse[:, None], -float("inf")))
         else:
             p = tl.math.exp2(qk * qk_scale - lse[:, None])
@@ -159,19 +158,8 @@ def _bwd_dq_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DQ, qk_scale, sc
                    seqlen_q, seqlen_k, num_heads, group,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
-    # grid: (cdiv(Sq, BLOCK_M), B·H), the forward's key ranges.
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    bh = tl.program_id(1)
-    batch = bh // num_heads
-    head = bh % num_heads
-    bh_kv = batch * (num_heads // group) + head // group
-    start_m = pid_m * BLOCK_M
-    q_row0 = bh * seqlen_q
-    kv_row0 = bh_kv * seqlen_k
-    diag = seqlen_k - seqlen_q
-
+    # grid: (cdiv(Sq, BLOCK_M), B·H), the forward's blocks and key ranges (blocks.py)
+    _, start_m, q_row0, kv_row0, diag = _query_block(seqlen_q, seqlen_k, num_heads, group, BLOCK_M, CAUSAL)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     row_ok = offs_m < seqlen_q
     q = desc_q.load([q_row0 + start_m, 0])
@@ -181,13 +169,7 @@ def _bwd_dq_kernel(desc_q, desc_k, desc_v, desc_do, LSE, DELTA, DQ, qk_scale, sc
     delta = tl.load(DELTA + q_row0 + offs_m, mask=row_ok, other=0.0)
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
 
-    if CAUSAL:
-        full_end = tl.minimum(tl.maximum(start_m + diag + 1, 0), seqlen_k)
-        hi = tl.minimum(tl.maximum(start_m + BLOCK_M + diag, 0), seqlen_k)
-    else:
-        full_end = seqlen_k
-        hi = seqlen_k
-    full_end = (full_end // BLOCK_N) * BLOCK_N
+    full_end, hi = _key_ranges(start_m, diag, seqlen_k, BLOCK_M, BLOCK_N, CAUSAL)
     dq = _dq_inner(dq, q, do, lse, delta, desc_k, desc_v, kv_row0, 0, full_end, offs_m, qk_scale, seqlen_k,
                    diag, BLOCK_N, False, CAUSAL, PRECISION)
     dq = _dq_inner(dq, q, do, lse, delta, desc_k, desc_v, kv_row0, full_end, hi, offs_m, qk_scale, seqlen_k,

@@ -24,6 +24,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .blocks import _key_ranges, _query_block, _visible
+
 LOG2E = 1.4426950408889634
 
 
@@ -36,10 +38,7 @@ def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk_sca
         k = desc_k.load([kv_row0 + start_n, 0])
         qk = tl.dot(q, k.T, input_precision=PRECISION)
         if MASK:
-            offs_n = start_n + offs_n0
-            keep = offs_n[None, :] < seqlen_k
-            if CAUSAL:
-                keep = keep & (offs_n[None, :] <= offs_m[:, None] + diag)
+            keep = _visible(offs_m, start_n + offs_n0, seqlen_k, diag, CAUSAL)
             s = tl.where(keep, qk * qk_scale, -float("inf"))
             m_new = tl.maximum(m_i, tl.max(s, 1))
             # A row with no visible key yet keeps m = -inf; subtract 0 instead so exp2 gives 0, not NaN.
@@ -63,34 +62,15 @@ def _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, lo, hi, offs_m, qk_sca
 def _attn_fwd_kernel(desc_q, desc_k, desc_v, Out, LSE, qk_scale, seqlen_q, seqlen_k, num_heads, group,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    # grid: (cdiv(Sq, BLOCK_M), B·H). Causal: the last query blocks see the most keys; launch them first so the
-    # long programs do not end up in the tail wave.
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    bh = tl.program_id(1)
-    batch = bh // num_heads
-    head = bh % num_heads
-    bh_kv = batch * (num_heads // group) + head // group
-    start_m = pid_m * BLOCK_M
-    q_row0 = bh * seqlen_q
-    kv_row0 = bh_kv * seqlen_k
-    diag = seqlen_k - seqlen_q  # bottom-right alignment: row i sees keys j <= i + diag
-
+    # grid: (cdiv(Sq, BLOCK_M), B·H), causal blocks in reverse (blocks.py)
+    bh, start_m, q_row0, kv_row0, diag = _query_block(seqlen_q, seqlen_k, num_heads, group, BLOCK_M, CAUSAL)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     q = desc_q.load([q_row0 + start_m, 0])
 
-    if CAUSAL:
-        # Keys every row of the block sees: j <= start_m + diag. Keys any row sees: j < start_m + BLOCK_M + diag.
-        full_end = tl.minimum(tl.maximum(start_m + diag + 1, 0), seqlen_k)
-        hi = tl.minimum(tl.maximum(start_m + BLOCK_M + diag, 0), seqlen_k)
-    else:
-        full_end = seqlen_k
-        hi = seqlen_k
-    full_end = (full_end // BLOCK_N) * BLOCK_N
+    full_end, hi = _key_ranges(start_m, diag, seqlen_k, BLOCK_M, BLOCK_N, CAUSAL)
     # Warp specialisation (an experimental config) applies to the long unmasked loop only.
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, kv_row0, 0, full_end, offs_m, qk_scale,
                                seqlen_k, diag, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE)
