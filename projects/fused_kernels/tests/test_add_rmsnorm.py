@@ -1,9 +1,7 @@
-import math
-
 import pytest
 import torch
 from gpufolio_projects.fused_kernels.ops import add_rmsnorm as arn
-from gpufolio_projects.fused_kernels.tests._ref import assert_close, leaves, ref_add_rmsnorm
+from gpufolio_projects.fused_kernels.tests._ref import assert_close, check_against_fp64, leaves, ref_add_rmsnorm
 
 
 def _check(T, H, dtype, device="cpu", with_dres=True, x_scale=1.0):
@@ -12,19 +10,9 @@ def _check(T, H, dtype, device="cpu", with_dres=True, x_scale=1.0):
     x, r = (mk(T, H) * x_scale).requires_grad_(), mk(T, H).requires_grad_()
     w = mk(H).requires_grad_()
     dy, dr = mk(T, H), mk(T, H)
-    y, s = arn.add_rmsnorm(x, r, w)
-    outs, cots = ((y, s), (dy, dr)) if with_dres else ((y,), (dy,))
-    gx, gr, gw = torch.autograd.grad(outs, (x, r, w), cots)
-
-    x64, r64, w64 = leaves(x, r, w)
-    y64, s64 = ref_add_rmsnorm(x64, r64, w64)
-    refs = ((y64, s64), (dy.double(), dr.double())) if with_dres else ((y64,), (dy.double(),))
-    rx, rr, rw = torch.autograd.grad(refs[0], (x64, r64, w64), refs[1])
-    assert_close(y, y64, dtype, name="y")
-    assert_close(s, s64, dtype, name="residual_out")
-    assert_close(gx, rx, dtype, name="dx")
-    assert_close(gr, rr, dtype, name="dresidual")
-    assert_close(gw, rw, dtype, scale=math.sqrt(T), name="dweight")
+    cotangents = [dy, dr] if with_dres else [dy]
+    check_against_fp64(arn.add_rmsnorm, ref_add_rmsnorm, [x, r, w], cotangents, dtype,
+                       ["y", "residual_out", "dx", "dresidual", "dweight"], weight_rows=T)
 
 
 @pytest.mark.parametrize("H", [1000, 4097, 5120, 8191])

@@ -4,7 +4,7 @@ import pytest
 import torch
 from gpufolio_projects.fused_kernels import functional as FK
 from gpufolio_projects.fused_kernels.modules import RMSNorm
-from gpufolio_projects.fused_kernels.tests._ref import assert_close, leaves, ref_rmsnorm
+from gpufolio_projects.fused_kernels.tests._ref import check_against_fp64, ref_rmsnorm
 
 
 def _check(shape, dtype, device="cpu"):
@@ -12,15 +12,8 @@ def _check(shape, dtype, device="cpu"):
     x = torch.randn(*shape, generator=g, device=device).to(dtype).requires_grad_()
     w = torch.randn(shape[-1], generator=g, device=device).to(dtype).requires_grad_()
     dy = torch.randn(*shape, generator=g, device=device).to(dtype)
-    y = FK.rmsnorm(x, w)
-    gx, gw = torch.autograd.grad(y, (x, w), dy)
-    x64, w64 = leaves(x, w)
-    y64 = ref_rmsnorm(x64, w64)
-    rx, rw = torch.autograd.grad(y64, (x64, w64), dy.double())
-    rows = math.prod(shape[:-1])
-    assert_close(y, y64, dtype, name="y")
-    assert_close(gx, rx, dtype, name="dx")
-    assert_close(gw, rw, dtype, scale=math.sqrt(rows), name="dweight")
+    check_against_fp64(FK.rmsnorm, ref_rmsnorm, [x, w], [dy], dtype, ["y", "dx", "dweight"],
+                       weight_rows=math.prod(shape[:-1]))
 
 
 @pytest.mark.parametrize("H", [1000, 4097, 5120, 8191])
