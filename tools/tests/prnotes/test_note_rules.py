@@ -34,19 +34,13 @@ def test_prepared_may_lack_result_ids(note_meta, write_note):
 
 
 @pytest.mark.parametrize("status", ["open", "merged", "closed"])
-def test_submitted_needs_pr_url(status, note_meta, write_note, store_frame):
+@pytest.mark.parametrize("section,key", [("pr", "url"), ("dates", "opened"), ("results", "run_id")])
+def test_submitted_needs(section, key, status, note_meta, write_note, store_frame):
+    """An open, merged or closed note names its PR, the day it was opened, and the run its numbers come from."""
     meta = note_meta(status)
-    meta["pr"]["url"] = None
+    meta[section][key] = None
     path, errors = errors_of(write_note, meta, store_frame)
-    only_error(errors, path, "pr.url", f"required when status is {status!r}")
-
-
-@pytest.mark.parametrize("status", ["open", "merged", "closed"])
-def test_submitted_needs_opened_date(status, note_meta, write_note, store_frame):
-    meta = note_meta(status)
-    meta["dates"]["opened"] = None
-    path, errors = errors_of(write_note, meta, store_frame)
-    only_error(errors, path, "dates.opened", "required when status")
+    only_error(errors, path, f"{section}.{key}", f"required when status is {status!r}")
 
 
 def test_merged_needs_merge_date(note_meta, write_note, store_frame):
@@ -121,14 +115,6 @@ def test_repo_name_case_is_not_a_mismatch(note_meta, write_note, store_frame):
     meta["pr"]["url"] = "https://github.com/LinkedIn/liger-kernel/pull/123"
     _, errors = errors_of(write_note, meta, store_frame)
     assert errors == []
-
-
-@pytest.mark.parametrize("status", ["open", "merged", "closed"])
-def test_submitted_needs_result_ids(status, note_meta, write_note, store_frame):
-    meta = note_meta(status)
-    meta["results"]["run_id"] = None
-    path, errors = errors_of(write_note, meta, store_frame)
-    only_error(errors, path, "results.run_id", f"required when status is {status!r}")
 
 
 def test_result_ids_missing_from_store(note_meta, write_note, store_frame):
