@@ -19,6 +19,7 @@ DECLARE(09)
 DECLARE(10)
 DECLARE(11)
 DECLARE(12)
+DECLARE(13)
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #define BIND(n)                                                                                      \
@@ -37,4 +38,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   BIND(10)
   BIND(11)
   BIND(12)
+  BIND(13)
 }
