@@ -51,7 +51,7 @@ STAGES = (
                         "--section", "LaunchStats", "--section", "WarpStateStats", "--metrics", SGEMM_NCU_METRICS,
                         "{python}", "-m", f"{LAB}.sgemm_profile", "--size", "4096"),
           120, "ncu on every SGEMM rung and cuBLAS at 4096^3 (table: table_sgemm)", default=False, needs=("ncu",)),
-    Stage("ncu_bf16", ("ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "profile/", "-c", "11",
+    Stage("ncu_bf16", ("ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "profile/", "-c", str(BF16_PROFILED.count(",") + 1),
                        "--metrics", BF16_NCU_METRICS, "--csv", "--log-file", "{out}/ncu_bf16.csv",
                        "{python}", "-m", f"{LAB}.bf16_profile", BF16_PROFILED, "8192", "8192", "8192"),
           150, "ncu on every BF16 rung and cuBLAS at 8192^3, one process", default=False, needs=("ncu",)),
