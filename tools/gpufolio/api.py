@@ -172,15 +172,24 @@ class Unsupported(Exception):
     Recorded with status ``skipped`` and the message; never an error, never a number."""
 
 
-def peer_missing(module: str, package: str, min_sm_major: int = 9) -> str | None:
-    """``Variant.available`` for a peer library whose kernels need a recent GPU (the CuTe DSL ones:
-    FlashAttention-4, QuACK): None if ``module`` imports and the GPU is at least sm_<min_sm_major>0, else why not.
-    Any import failure counts as missing (the CuTe DSL can fail loading its own libraries): the baseline is
-    skipped with the reason, never an error."""
+def import_missing(module: str, package: str | None = None) -> str | None:
+    """``Variant.available`` for a variant that needs ``module`` (a peer library, the patched code of a repro):
+    None if it imports, else why not. Any import failure counts as missing (a library can fail loading its own
+    native parts): the variant is skipped with the reason, never an error."""
     try:
         __import__(module)
     except Exception as e:  # noqa: BLE001 - ImportError, or the library failing to load its native parts
-        return f"{package} not installed ({type(e).__name__}: {e})"[:200]
+        return f"{package or module} not importable ({type(e).__name__}: {e})"[:200]
+    return None
+
+
+def peer_missing(module: str, package: str, min_sm_major: int = 9) -> str | None:
+    """``Variant.available`` for a peer library whose kernels need a recent GPU (the CuTe DSL ones:
+    FlashAttention-4, QuACK): None if ``module`` imports (``import_missing``) and the GPU is at least
+    sm_<min_sm_major>0, else why not."""
+    missing = import_missing(module, package)
+    if missing:
+        return missing
     import torch
 
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < min_sm_major:

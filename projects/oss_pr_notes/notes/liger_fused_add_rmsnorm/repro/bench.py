@@ -16,7 +16,7 @@ Importable without torch: torch, triton and both implementations load inside ``c
 """
 from __future__ import annotations
 
-from gpufolio.api import GBPS, Bench, Case, Unsupported, Variant, Work
+from gpufolio.api import GBPS, Bench, Case, Unsupported, Variant, Work, import_missing
 
 SLUG = "liger_fused_add_rmsnorm"
 EPS = 1e-6
@@ -24,27 +24,15 @@ M_TOKENS = 32768  # rows: 4 sequences of 8192 tokens, or 16 of 2048 — a traini
 
 
 def _liger_missing() -> str | None:
-    try:
-        import liger_kernel.ops.fused_add_rms_norm  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any import failure is a reason to skip, recorded as such
-        return f"liger_kernel is not importable here: {type(e).__name__}: {e}"
-    return None
+    return import_missing("liger_kernel.ops.fused_add_rms_norm", "liger_kernel")
 
 
 def _port_missing() -> str | None:
-    try:
-        from . import port  # noqa: F401
-    except Exception as e:  # noqa: BLE001
-        return f"the patch's kernel (repro/port.py) is not importable: {type(e).__name__}: {e}"
-    return None
+    return import_missing(f"{__package__}.port", "the patch's kernel (repro/port.py)")
 
 
 def _fused_kernels_missing() -> str | None:
-    try:
-        import gpufolio_projects.fused_kernels.ops.add_rmsnorm  # noqa: F401
-    except Exception as e:  # noqa: BLE001
-        return f"gpufolio_projects.fused_kernels.ops.add_rmsnorm is not importable: {type(e).__name__}: {e}"
-    return None
+    return import_missing("gpufolio_projects.fused_kernels.ops.add_rmsnorm")
 
 
 VARIANTS = [

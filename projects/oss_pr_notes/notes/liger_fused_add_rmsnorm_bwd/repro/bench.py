@@ -13,7 +13,7 @@ Importable without torch.
 """
 from __future__ import annotations
 
-from gpufolio.api import GBPS, Bench, Case, Timing, Unsupported, Variant, Work
+from gpufolio.api import GBPS, Bench, Case, Timing, Unsupported, Variant, Work, import_missing
 
 SLUG = "liger_fused_add_rmsnorm_bwd"
 EPS = 1e-6
@@ -21,20 +21,12 @@ M_TOKENS = 32768
 LLAMA = 0  # Liger's _CASTING_MODE_LLAMA
 
 
-def _liger_missing():
-    try:
-        import liger_kernel.ops.fused_add_rms_norm  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any import failure is a reason to skip, recorded as such
-        return f"liger_kernel is not importable here: {type(e).__name__}: {e}"
-    return None
+def _liger_missing() -> str | None:
+    return import_missing("liger_kernel.ops.fused_add_rms_norm", "liger_kernel")
 
 
-def _fused_kernels_missing():
-    try:
-        import gpufolio_projects.fused_kernels.ops.add_rmsnorm  # noqa: F401
-    except Exception as e:  # noqa: BLE001
-        return f"gpufolio_projects.fused_kernels.ops.add_rmsnorm is not importable: {type(e).__name__}: {e}"
-    return None
+def _fused_kernels_missing() -> str | None:
+    return import_missing("gpufolio_projects.fused_kernels.ops.add_rmsnorm")
 
 
 VARIANTS = [
