@@ -198,7 +198,7 @@ def _check_against_hf(params: dict, device, prompts: list[list[int]], outs: list
 
 def _timing(variant: str, reps: int = 3) -> Timing:
     # The harness calls fn for two checks, a peak-memory pass and a warm-up besides the timed reps: calls of
-    # seconds (eager HF generate; our offline and online runs) get one timed rep, batch-1 decode at least 3.
+    # seconds (eager HF generate; our offline run) get one timed rep, batch-1 decode at least 3 (online: ONLINE_TIMING).
     # The static-cache baseline compiles in its first call (the check before timing), so the reps are warm.
     slow = variant == "hf_generate"
     return Timing(method="wall", warmup_ms=0.0, rep_ms=0.0 if slow else 500.0,

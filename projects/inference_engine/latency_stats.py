@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -29,7 +28,7 @@ class SLO:
         if not (self.ttft_ms > 0 and self.tpot_ms > 0):
             raise ValueError(f"SLO bounds must be positive, got ttft_ms={self.ttft_ms}, tpot_ms={self.tpot_ms}")
 
-    def met(self, ttft_s: float, tpot_s: Optional[float]) -> bool:
+    def met(self, ttft_s: float, tpot_s: float | None) -> bool:
         return ttft_s * 1e3 <= self.ttft_ms and (tpot_s is None or tpot_s * 1e3 <= self.tpot_ms)
 
 
@@ -39,7 +38,7 @@ def percentiles_ms(name: str, values_s: Sequence[float]) -> dict[str, float]:
     return {f"{name}_p{q}": float(np.percentile(xs, q)) if xs.size else float("nan") for q in PERCENTILES}
 
 
-def latency_summary(ttft_s: Sequence[float], tpot_s: Sequence[Optional[float]], e2e_s: Sequence[float]
+def latency_summary(ttft_s: Sequence[float], tpot_s: Sequence[float | None], e2e_s: Sequence[float]
                     ) -> dict[str, float]:
     """Every LATENCIES x PERCENTILES entry in ms, pooled over the requests given (one-token requests add no TPOT)."""
     out = percentiles_ms("ttft", ttft_s)
@@ -47,7 +46,7 @@ def latency_summary(ttft_s: Sequence[float], tpot_s: Sequence[Optional[float]], 
     return out | percentiles_ms("e2e", e2e_s)
 
 
-def good_fraction(slo: SLO, ttft_s: Sequence[float], tpot_s: Sequence[Optional[float]]) -> float:
+def good_fraction(slo: SLO, ttft_s: Sequence[float], tpot_s: Sequence[float | None]) -> float:
     """The share of the requests that met ``slo`` (0 when there are none)."""
     good = sum(slo.met(a, b) for a, b in zip(ttft_s, tpot_s, strict=True))
     return good / len(ttft_s) if len(ttft_s) else 0.0

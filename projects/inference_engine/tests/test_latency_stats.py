@@ -3,7 +3,6 @@ bounds inclusive; the online bench's record metrics from its calls (the first ca
 import math
 
 import pytest
-
 from gpufolio_projects.inference_engine import bench
 from gpufolio_projects.inference_engine.latency_stats import SLO, good_fraction, latency_summary
 
