@@ -8,6 +8,7 @@ directory that both engines load. Importable without torch: torch and the engine
 """
 from __future__ import annotations
 
+import math
 import random
 
 from gpufolio.api import TOKENS_PER_S, Bench, Case, CheckResult, Timing, Unsupported, Variant, Work
@@ -461,7 +462,9 @@ def online_metrics(calls: list[list[dict]], slo: SLO, num_requests: int, median_
     stats = [s for c in calls[1:] for s in c]
     ttft, tpot = [s["ttft"] for s in stats], [s["tpot"] for s in stats]
     req_s = num_requests / median_s
-    out = {k: (v, "ms", False) for k, v in latency_summary(ttft, tpot, [s["e2e"] for s in stats]).items()}
+    # a percentile of no values (no request with two tokens has a TPOT) is left out: a record holds finite numbers
+    out = {k: (v, "ms", False) for k, v in latency_summary(ttft, tpot, [s["e2e"] for s in stats]).items()
+           if math.isfinite(v)}
     return out | {"goodput": (good_fraction(slo, ttft, tpot) * req_s, "req/s within SLO", True),
                   "req_s": (req_s, "req/s", True),
                   "offered_rate": (rate, "req/s", True)}
