@@ -172,7 +172,12 @@ def main(argv=None) -> dict:
     start = _resume(trainer, args, rank)
 
     fpt = flops_per_token(model_cfg, args.seq, cfg.ac).model
-    peak = peak_flops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
+    try:  # the log's MFU needs the GPU's datasheet peak: an unlisted GPU trains with no MFU, and says so
+        peak = peak_flops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
+    except KeyError as e:
+        peak = None
+        if rank == 0:
+            print(f"train: no MFU in the log: {e.args[0]}", flush=True)
     log = {"model": args.model, "params": model_cfg.num_params(), "train_config": cfg.__dict__, "start_step": start,
            "batch_per_rank": args.batch, "seq": args.seq, "world_size": world,
            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", "steps": [], "val": []}
