@@ -59,12 +59,13 @@ VARIANTS: dict[str, VariantSpec] = {  # the harness runs them in this order (the
 }
 
 
-def _world_size() -> int:
+def ranks_here() -> int:
+    """The process group's size: 1, or torchrun's WORLD_SIZE."""
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def configs(mode: str) -> list[dict]:
-    ws = _world_size()
+    ws = ranks_here()
     if mode == "dry":
         return [{"model": "tiny", "B": 2, "T": 64, "dtype": "float32", "sdpa": "auto", "proj": "fused",
                  "clip": "foreach", "world_size": ws}]
@@ -195,8 +196,8 @@ def build_step(variant: str, params: dict, device, **train_fields) -> Step:
 def case(variant: str, params: dict, device) -> Case:
     if device.type != "cuda" and VARIANTS[variant].compile:
         raise Unsupported("torch.compile on CPU takes minutes per variant; dry mode runs the eager paths")
-    if params["world_size"] != _world_size():
-        raise Unsupported(f"params want {params['world_size']} ranks, this process has {_world_size()}")
+    if params["world_size"] != ranks_here():
+        raise Unsupported(f"params want {params['world_size']} ranks, this process has {ranks_here()}")
     step = build_step(variant, params, device)
 
     def check(inputs: dict, loss) -> CheckResult:

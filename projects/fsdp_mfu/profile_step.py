@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 from gpufolio.timing import time_wall
 
-from .bench import MFU, _world_size, build_step
-from .kernel_buckets import busy_union_ms, kernel_buckets
+from .bench import MFU, build_step, ranks_here
+from .kernel_buckets import breakdown_metrics, busy_union_ms, kernel_buckets
 
 # Setting options: name -> TrainConfig fields they set.
 OPTIONS: dict[str, dict] = {
@@ -58,7 +58,7 @@ def measure(text: str, a, device, do_profile: bool) -> dict:
     variant, fields, B = parse_setting(text)
     on_gpu = device.type == "cuda"
     params = {"model": a.model, "B": B, "T": a.seq, "dtype": "bfloat16" if on_gpu else "float32", "sdpa": a.sdpa,
-              "world_size": _world_size()}
+              "world_size": ranks_here()}
     if not on_gpu:  # a smoke test of this script: eager, as the bench's dry run
         fields = {**fields, "compile": False}
     t0 = time.perf_counter()
@@ -89,12 +89,11 @@ def measure(text: str, a, device, do_profile: bool) -> dict:
         busy = busy_union_ms(prof, a.profile_steps)
         out.update(kernel_ms_per_step=kernels, busy_ms=busy, idle_ms=stats.median_ms - busy,
                    overlap_ms=sum(kernels.values()) - busy, top_kernels=top)
-        # What the busy buckets achieve on the work the formula counts (causal: the half a kernel does).
+        # The bench record's shares, and what the GEMM and attention buckets achieve on the work the formula counts
         tokens = B * a.seq
-        if kernels.get("gemm"):
-            out["gemm_tflops"] = step.fpt.dense * tokens / (kernels["gemm"] * 1e-3) / 1e12
-        if kernels.get("attention"):
-            out["attention_causal_tflops"] = step.fpt.attention_causal * tokens / (kernels["attention"] * 1e-3) / 1e12
+        shares = breakdown_metrics(kernels, stats.median_ms, step.fpt.dense * tokens,
+                                   step.fpt.attention_causal * tokens, busy)
+        out.update({k: v[0] for k, v in shares.items()})
         if a.trace:
             trace = a.out / f"trace_{text.rstrip('!').replace('@', '_B')}.json"
             prof.export_chrome_trace(str(trace))
