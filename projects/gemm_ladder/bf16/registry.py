@@ -42,6 +42,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung("11_whole_rounds", "+ grid of whole rounds (no partial last round)", (128, 256), True, True),
     Rung("12_multicast_one_issuer", "+ B multicast from one CTA of the pair", (128, 256), True, True),
     Rung("13_multicast_four_stages", "+ 4-stage ring, register epilogue", (128, 256), True, True),
+    Rung("14_multicast_four_stages_tma_store", "+ 4-stage ring, TMA stores of half slabs", (128, 256), True, True),
 )
 
 

@@ -20,6 +20,7 @@ DECLARE(10)
 DECLARE(11)
 DECLARE(12)
 DECLARE(13)
+DECLARE(14)
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #define BIND(n)                                                                                      \
@@ -39,4 +40,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   BIND(11)
   BIND(12)
   BIND(13)
+  BIND(14)
 }

@@ -11,6 +11,10 @@
 //   Features::B_SOURCE   with clusters, who loads the shared B tile: OWN_B (each CTA its own copy), SPLIT_B (each
 //                        loads half and multicasts it to both), ONE_ISSUER_B (the even CTA loads all of it and
 //                        multicasts it; the odd CTA loads only its A).
+//   Features::C_BOXES    with TMA_STORE, how many of a consumer's four 64 x 64 C boxes are staged in smem at once:
+//                        4 (the whole 64 x 256 slab, 32 KiB per consumer) or 2 (half of it, twice per tile:
+//                        the second half waits until the TMA engine has read the first), which frees 32 KiB
+//                        for a fourth ring stage.
 //   Features::WHOLE_ROUNDS  false: the grid is every resident CTA; true: the fewest clusters that still finish in
 //                        the same number of rounds (8192^3: 1024 units over 66 clusters is 16 rounds, and 64
 //                        clusters do it in 16 as well), so no SM idles through a last, partial round.
@@ -33,17 +37,18 @@ namespace bf16ladder::persistent {
 constexpr int BN = 256, BK = 64;
 constexpr int B_BYTES = BN * BK * 2;
 constexpr int C_SUB_BYTES = 64 * 64 * 2;     // one [64 rows][64 cols] swizzled C box
-constexpr int C_WG_BYTES = 4 * C_SUB_BYTES;  // a consumer's 64 x 256 slab
 
 enum BSource { OWN_B = 0, SPLIT_B = 1, ONE_ISSUER_B = 2 };
 
 template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_, int B_SOURCE_ = SPLIT_B, int PIPE_MMAS_ = 1,
-          bool WHOLE_ROUNDS_ = false>
+          bool WHOLE_ROUNDS_ = false, int C_BOXES_ = 4>
 struct Features {
   static constexpr int CLUSTER_M = CLUSTER_M_, GROUP_M = GROUP_M_, STAGES = STAGES_, CONSUMERS = 2;
   static constexpr int B_SOURCE = CLUSTER_M_ > 1 ? B_SOURCE_ : OWN_B;
   static constexpr bool TMA_STORE = TMA_STORE_, MULTICAST = B_SOURCE != OWN_B, WHOLE_ROUNDS = WHOLE_ROUNDS_;
-  static constexpr int PIPE_MMAS = PIPE_MMAS_;
+  static constexpr int PIPE_MMAS = PIPE_MMAS_, C_BOXES = C_BOXES_;
+  static constexpr int C_WG_BYTES = C_BOXES * C_SUB_BYTES;  // a consumer's C staging: all or half of its slab
+  static_assert(C_BOXES == 4 || C_BOXES == 2, "a consumer's slab is staged whole or in two halves");
   static constexpr int BM = 64 * CONSUMERS, THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
   // Register split after setmaxnreg (the CTA's 64K registers: producer warpgroup + consumers).
@@ -112,7 +117,7 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
   extern __shared__ uint8_t raw[];
   uint8_t* stages = align1024(raw);
   uint8_t* sC = stages + STAGES * STAGE_BYTES;  // only with TMA_STORE
-  uint64_t* full = reinterpret_cast<uint64_t*>(sC + (F::TMA_STORE ? F::CONSUMERS * C_WG_BYTES : 0));
+  uint64_t* full = reinterpret_cast<uint64_t*>(sC + (F::TMA_STORE ? F::CONSUMERS * F::C_WG_BYTES : 0));
   uint64_t* empty = full + STAGES;
 
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -210,25 +215,30 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
       if constexpr (!F::TMA_STORE) {
         store_acc_rowmajor<256>(d, C, M, N, row0, n0, tid);
       } else {
-        uint8_t* mine = sC + cw * C_WG_BYTES;
-        if (tid == 0) tma_store_wait_read0();  // the previous tile's store has finished reading `mine`
-        named_barrier_sync(1 + cw, 128);
+        constexpr int BOXES = F::C_BOXES;
+        uint8_t* mine = sC + cw * F::C_WG_BYTES;
         const int warp = tid / 32, q = lane % 4;
         const int r = warp * 16 + lane / 4;
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {  // column group j: columns 8j .. 8j+7 -> box j/8, 16-byte chunk j%8
-          uint8_t* box = mine + (j / 8) * C_SUB_BYTES;
-          *reinterpret_cast<__nv_bfloat162*>(box + swz128(r, j % 8) + 4 * q) =
-              __floats2bfloat162_rn(d[4 * j], d[4 * j + 1]);
-          *reinterpret_cast<__nv_bfloat162*>(box + swz128(r + 8, j % 8) + 4 * q) =
-              __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
-        }
-        fence_proxy_async();  // make these generic-proxy writes visible to the TMA engine
-        named_barrier_sync(1 + cw, 128);
-        if (tid == 0) {
+        for (int h = 0; h < 4 / BOXES; ++h) {  // boxes h*BOXES .. h*BOXES + BOXES-1 of the slab
+          if (tid == 0) tma_store_wait_read0();  // the previous store has finished reading `mine`
+          named_barrier_sync(1 + cw, 128);
 #pragma unroll
-          for (int b = 0; b < 4; ++b) tma_store_2d(&tC, mine + b * C_SUB_BYTES, n0 + 64 * b, row0);
-          tma_store_commit();
+          for (int j = 8 * BOXES * h; j < 8 * BOXES * (h + 1); ++j) {  // columns 8j .. 8j+7: box j/8, chunk j%8
+            uint8_t* box = mine + ((j / 8) % BOXES) * C_SUB_BYTES;
+            *reinterpret_cast<__nv_bfloat162*>(box + swz128(r, j % 8) + 4 * q) =
+                __floats2bfloat162_rn(d[4 * j], d[4 * j + 1]);
+            *reinterpret_cast<__nv_bfloat162*>(box + swz128(r + 8, j % 8) + 4 * q) =
+                __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
+          }
+          fence_proxy_async();  // make these generic-proxy writes visible to the TMA engine
+          named_barrier_sync(1 + cw, 128);
+          if (tid == 0) {
+#pragma unroll
+            for (int b = 0; b < BOXES; ++b)
+              tma_store_2d(&tC, mine + b * C_SUB_BYTES, n0 + 64 * (h * BOXES + b), row0);
+            tma_store_commit();
+          }
         }
       }
     }
