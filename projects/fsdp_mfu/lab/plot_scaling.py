@@ -93,7 +93,7 @@ def draw(rows: list[dict], model: str, path: Path) -> Path:
         axes[0][col].set_title(f"{model}, {scaling} scaling ({what} {', '.join(map(str, batch)) or '-'})")
         axes[0][col].axhline(100, color="grey", linewidth=0.8, linestyle=":")
         axes[0][col].set_ylabel("scaling efficiency (%)")
-        axes[1][col].set_ylabel("MFU per GPU (% of 989)")
+        axes[1][col].set_ylabel("MFU per GPU (% of datasheet bf16 peak)")
         axes[1][col].set_xlabel("GPUs")
         axes[1][col].set_xscale("log", base=2)
         axes[1][col].set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])

@@ -1,7 +1,7 @@
 """Turn an `ncu --csv --log-file` report into the evidence table the ladder writeups link to.
 
-    python -m gpufolio_projects.gemm_ladder.lab.ncu_table evidence/sgemm_ncu.csv --order evidence/sgemm_ncu_order.txt \
-        --metric "Compute (SM) Throughput" --metric "Achieved Occupancy" > evidence/sgemm_ncu.md
+    python -m gpufolio_projects.gemm_ladder.lab.ncu_table evidence/2026-12-02-sgemm-ncu-4096.csv \
+        --order evidence/2026-12-02-sgemm-ncu-4096-order.txt --metric "Compute (SM) Throughput" --metric "Achieved Occupancy" > evidence/2026-12-02-sgemm-ncu-4096.md
 
 The profiling scripts (sgemm_profile.py, bf16_profile.py) launch one kernel per variant, in the order
 they print; `--order` takes that stdout and labels the i-th profiled kernel with the i-th variant. When the

@@ -2,7 +2,7 @@
 // thread -> output mapping of warptile.cuh: each warp owns a 64x64 sub-tile, its lanes an 8x4 grid of strided
 // 8x16 thread tiles, so every LDS.128 of the inner loop is one shared-memory wavefront (A: 8 consecutive
 // float4 broadcast over 4 lanes each, B: 4). Chosen as the fastest warp-tiled config of the sweep
-// (sweep_warp.cu, evidence/sweep_4096.txt).
+// (sweep_warp.cu, evidence/2026-12-02-sgemm-sweep-4096.txt).
 #include "launchers.h"
 #include "warptile.cuh"
 
