@@ -22,6 +22,24 @@ class CliError(Exception):
     """Bad input from the user: one clear line on stderr and exit code 2."""
 
 
+def recorded_argv(argv: list[str]) -> list[str]:
+    """The bench's arguments as a record keeps them: the --out folder (a scratch path on the machine that ran
+    it, meaningless to a reader and never part of what was measured) is written as OUT."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            out.append("OUT")
+            skip = False
+        elif a == "--out":
+            out.append(a)
+            skip = True
+        elif a.startswith("--out="):
+            out.append("--out=OUT")
+        else:
+            out.append(a)
+    return out
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpufolio", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -78,7 +96,7 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
     plan = Plan(projects, mode, set(args.bench), set(args.variant))
     if not plan.jobs():
         raise CliError(f"nothing to run: no benchmark matches {' '.join(argv)} in mode {mode}")
-    command = "python -m gpufolio " + " ".join(shlex.quote(a) for a in argv)
+    command = "python -m gpufolio " + " ".join(shlex.quote(a) for a in recorded_argv(argv))
     try:
         result = run(plan, out_dir=args.out, timeout_s=args.timeout, command=command,
                      progress=not args.no_progress)

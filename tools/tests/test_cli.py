@@ -56,3 +56,10 @@ def test_check_reports_a_bad_file(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "gpufolio", "check", str(tmp_path / "none.jsonl")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such results file" in missing.stderr
+
+
+def test_the_recorded_command_names_no_scratch_folder():
+    from gpufolio.__main__ import recorded_argv
+    assert recorded_argv(["bench", "--out", "/tmp/lab-x/p", "--quick"]) == ["bench", "--out", "OUT", "--quick"]
+    assert recorded_argv(["bench", "--out=/tmp/y"]) == ["bench", "--out=OUT"]
+    assert recorded_argv(["bench", "--quick"]) == ["bench", "--quick"]
