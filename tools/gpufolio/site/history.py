@@ -92,7 +92,7 @@ def _band(row: dict) -> tuple[float, float]:
 
 def headline_points(pts: pd.DataFrame, project: str, bench: str) -> pd.DataFrame:
     """The bench's points at its headline params (all params when the bench names none or none match)."""
-    rows = pts[(pts.project == project) & (pts.bench == bench)]
+    rows = R.newest_metric(pts[(pts.project == project) & (pts.bench == bench)])
     if rows.empty:
         return rows
     headline = R.bench_meta(rows, project, bench).get("headline_params") or {}

@@ -185,7 +185,7 @@ def _progress(ctx: RenderCtx, project: str, page: str) -> list[str]:
                       & ctx.df.reason.isna() & ctx.df.value.notna()]
         if rows.empty:  # (an empty list below would select no columns, not no rows)
             continue
-        rows = rows[[R.params_match(p, meta.get("headline_params") or {}) for p in rows.params]]
+        rows = R.newest_metric(rows[[R.params_match(p, meta.get("headline_params") or {}) for p in rows.params]])
         if rows.run_id.nunique() < 2:
             continue
         points = []

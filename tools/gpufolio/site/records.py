@@ -202,6 +202,15 @@ def params_match(params: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(k in params and norm_value(params[k]) == norm_value(v) for k, v in wanted.items())
 
 
+def newest_metric(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows measured in the newest row's headline metric (name and unit): a bench whose headline changed
+    (fsdp_mfu's train_step went from tok/s to MFU) must not draw both on one axis across runs."""
+    if rows.empty:
+        return rows
+    last = rows.sort_values("created_at").iloc[-1]
+    return rows[(rows.metric_name == last.metric_name) & (rows.metric_unit == last.metric_unit)]
+
+
 def params_text(params: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={params[k]}" for k in sorted(params)) or "—"
 

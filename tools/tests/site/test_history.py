@@ -108,3 +108,14 @@ def test_no_regression_says_so(tmp_path):
     ctx = RenderCtx(frame(run(1, 1.0, 2.0)), SITE, docs, tmp_path)
     H.render(ctx)
     assert "*No regression beyond noise" in (docs / "regressions.md").read_text(encoding="utf-8")
+
+
+def test_a_bench_whose_headline_metric_changed_plots_only_the_newest_metric():
+    import pandas as pd
+
+    from gpufolio.site import records as R
+    rows = pd.DataFrame({"created_at": ["2026-12-02T10:00", "2026-12-03T10:00", "2026-12-03T12:00"],
+                         "metric_name": ["tok_s", "mfu", "mfu"], "metric_unit": ["tok/s", "% of peak", "% of peak"],
+                         "value": [92000.0, 57.0, 58.0]})
+    assert list(R.newest_metric(rows).value) == [57.0, 58.0]
+    assert R.newest_metric(rows.iloc[:0]).empty
