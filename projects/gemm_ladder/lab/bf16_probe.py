@@ -1,7 +1,8 @@
-"""Exploration sweep, a lab stage: times variants of the persistent kernel (bf16_probe/*.cu, built as their own
-extension) to decide the next rung. Prints a table to stdout (kept in the stage's log); NOT a source of published
-numbers: those come only from the harness's stamped records. Each variant is checked against the fp32 reference
-first, and timed with the harness's event timer (gpufolio.timing: L2 flushed between reps, as the bench is).
+"""Exploration sweep, a lab stage: times variants of the persistent kernel and the ping-pong kernel
+(bf16_probe/*.cu, built as their own extension) to decide the next rung. Prints a table to stdout (kept in the
+stage's log); NOT a source of published numbers: those come only from the harness's stamped records. Each variant
+is checked against the fp32 reference first (a row ending in WRONG is over the bench's bound), and timed with the
+harness's event timer (gpufolio.timing: L2 flushed between reps, as the bench is).
 
     python -m gpufolio_projects.gemm_ladder.lab.bf16_probe --shape 8192 8192 8192 --shape 8192 28672 4096
 """
@@ -12,7 +13,11 @@ import sys
 
 EXTENSION = "gpufolio_bf16_probe"
 # Relative to projects/gemm_ladder/ (what build.load_extension expects).
-SOURCES = tuple(f"lab/bf16_probe/{f}" for f in ("probe_a.cu", "probe_b.cu", "bindings.cpp"))
+SOURCES = tuple(f"lab/bf16_probe/{f}" for f in ("probe_a.cu", "probe_b.cu", "probe_c.cu", "bindings.cpp"))
+# Swept after the --shape list, whatever it holds: the ping-pong kernel (probe_c.cu) is judged against cuBLAS at
+# the two square sizes, and the ragged one (M, N tails inside a tile, K tail inside a 64-wide slice) checks every
+# variant's edges.
+ALWAYS_SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (4099, 4104, 776))
 
 
 def load():
@@ -59,8 +64,9 @@ def sweep_shape(ext, M: int, N: int, K: int, grids: list[int], rep_ms: float) ->
             return
         worst = ((C.float() - ref).abs() / (tol.atol + tol.rtol * ref.abs())).nan_to_num(float("inf")).max().item()
         ms = _time_ms(fn, rep_ms)
-        print(f"{name} | {resident} | {grid} | {M} {N} {K} | {ms:.4f} | {flops / ms / 1e9:.1f} | {worst:.3g}",
-              flush=True)
+        verdict = "" if worst <= 1.0 else " WRONG"  # over the bench's bound somewhere (or NaN: never written)
+        print(f"{name} | {resident} | {grid} | {M} {N} {K} | {ms:.4f} | {flops / ms / 1e9:.1f} | "
+              f"{worst:.3g}{verdict}", flush=True)
 
     report("cublas", "-", "-", lambda: torch.matmul(A, B.t(), out=C))
     for i, name in enumerate(ext.probe_names()):
@@ -79,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     ext = load()
     grids = [int(g) for g in a.grids.split(",")]
     print("probe | resident CTAs (occupancy API) | grid override | M N K | median ms | TFLOP/s | max err/bound")
-    for M, N, K in a.shape or [[8192, 8192, 8192]]:
+    shapes = [tuple(s) for s in a.shape or []]
+    shapes += [s for s in ALWAYS_SHAPES if s not in shapes]
+    for M, N, K in shapes:
         sweep_shape(ext, M, N, K, grids, a.rep_ms)
     return 0
 

@@ -1,6 +1,7 @@
 // The probe sweep's extension (not the ladder's: nothing here is compiled into the one users import):
-// variants of the persistent kernel (probe_a.cu, probe_b.cu) that ../bf16_probe.py times to choose the next
-// rung, checked and launched as the rungs are (bf16/kernels/binding_checks.h).
+// variants of the persistent kernel (probe_a.cu, probe_b.cu) and the ping-pong kernel (probe_c.cu) that
+// ../bf16_probe.py times to choose the next rung, checked and launched as the rungs are
+// (bf16/kernels/binding_checks.h).
 #include <torch/extension.h>
 
 #include <string>
@@ -15,23 +16,49 @@
   extern "C" int f##_launch(int, const void*, const void*, void*, int, int, int, void*, int);
 DECLARE_PROBE(bf16_probe_a)
 DECLARE_PROBE(bf16_probe_b)
+DECLARE_PROBE(bf16_probe_c)
 
-// Probe variants (probe_a.cu, probe_b.cu), numbered across both files: names, resident CTAs, launch.
+// One source file's entries; variants are numbered across the files in this order.
+struct ProbeFile {
+  int (*count)();
+  const char* (*name)(int);
+  int (*resident)(int);
+  int (*launch)(int, const void*, const void*, void*, int, int, int, void*, int);
+};
+#define PROBE_FILE(f) ProbeFile{f##_count, f##_name, f##_resident, f##_launch}
+static const ProbeFile kFiles[] = {PROBE_FILE(bf16_probe_a), PROBE_FILE(bf16_probe_b), PROBE_FILE(bf16_probe_c)};
+
+// Global variant i -> (its file, its index there); false when out of range.
+static bool locate(int i, const ProbeFile*& file, int& local) {
+  if (i < 0) return false;
+  for (const ProbeFile& f : kFiles) {
+    if (i < f.count()) {
+      file = &f;
+      local = i;
+      return true;
+    }
+    i -= f.count();
+  }
+  return false;
+}
+
 static std::vector<std::string> probe_names() {
   std::vector<std::string> out;
-  for (int i = 0; i < bf16_probe_a_count(); ++i) out.push_back(bf16_probe_a_name(i));
-  for (int i = 0; i < bf16_probe_b_count(); ++i) out.push_back(bf16_probe_b_name(i));
+  for (const ProbeFile& f : kFiles)
+    for (int i = 0; i < f.count(); ++i) out.push_back(f.name(i));
   return out;
 }
 static int probe_resident(int i) {
-  const int na = bf16_probe_a_count();
-  return i < na ? bf16_probe_a_resident(i) : bf16_probe_b_resident(i - na);
+  const ProbeFile* f;
+  int local;
+  return locate(i, f, local) ? f->resident(local) : -1;
 }
 static std::string probe_run(int i, const at::Tensor& A, const at::Tensor& B, const at::Tensor& C, int grid) {
-  const int na = bf16_probe_a_count(), nb = bf16_probe_b_count();
-  if (i < 0 || i >= na + nb) return "probe index out of range";
-  auto fn = [i, na, grid](const void* a, const void* b, void* c, int M, int N, int K, void* s) {
-    return i < na ? bf16_probe_a_launch(i, a, b, c, M, N, K, s, grid) : bf16_probe_b_launch(i - na, a, b, c, M, N, K, s, grid);
+  const ProbeFile* f;
+  int local;
+  if (!locate(i, f, local)) return "probe index out of range";
+  auto fn = [f, local, grid](const void* a, const void* b, void* c, int M, int N, int K, void* s) {
+    return f->launch(local, a, b, c, M, N, K, s, grid);
   };
   return bf16ladder::run(fn, "probe", A, B, C);
 }
