@@ -1,0 +1,250 @@
+"""A warp-specialised FlashAttention forward for Hopper (sm_90a) in Gluon, the step after the Triton kernels:
+TMA loads into an mbarrier ring, two consumer warpgroups on wgmma, ping-ponging on the tensor cores.
+Lab only: nothing in the bench imports it; ``gluon_check`` holds it to FlashAttention's rule.
+
+Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, worker_num_warps,
+worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
+Gluon renamed and reshaped several of these, so it needs triton 3.6 exactly.
+
+Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H)):
+
+- Tiles: each consumer owns BLOCK_M = 64 query rows (one wgmma M per warpgroup), so S = Q·Kᵀ (64 × 128 fp32)
+  and O (64 × D fp32) are 64 registers each per thread at D = 128 — FlashAttention-3's split for D = 128;
+  128 rows per warpgroup would need ~256 accumulator registers and spill. BLOCK_N = 128 keys per step.
+- Shared memory: Q as two 64 × D tiles, K and V as STAGES-deep rings of BLOCK_N × D tiles (NVMMA 128-byte
+  swizzle, what both TMA and wgmma read). D = 128, STAGES = 2: 32 KiB + 2 × 2 × 32 KiB = 160 KiB of 227.
+  D = 64: STAGES = 3, 16 + 96 KiB.
+- Roles (``gl.warp_specialize``): the default partition (4 warps) is consumer 0, worker 0 (4 warps) is
+  consumer 1, worker 1 (1 warp) is the producer that only issues TMA. Registers: producer 24 (it holds
+  addresses only), consumer worker 240; the default partition keeps what the kernel was compiled with.
+- Barriers (all count 1 unless said): ``q_bar`` (producer expects both Q tiles' bytes); per stage
+  ``k_ready``/``v_ready`` (producer's expect-tx, completed by TMA) and ``k_empty``/``v_empty`` (count 2: each
+  consumer arrives once it has waited out the wgmma that read the slot). K and V have their own barriers so
+  S = Q·Kᵀ starts while V is still landing and a K slot refills while P·V still reads its V. The producer
+  waits on ``*_empty`` with the flipped phase, so its first pass through the ring does not block.
+- Ping-pong (``PINGPONG``): ``turn[c]`` grants consumer c the tensor cores. Each consumer waits for its turn
+  before issuing each of its two GEMMs and hands the turn to the other right after issuing, so one
+  warpgroup's softmax runs while the other's GEMM occupies the tensor cores. Grants alternate strictly, so
+  the k-th wait on ``turn[c]`` is its k-th completion: phase 0 before Q·Kᵀ, phase 1 before P·V, every
+  iteration; ``turn[0]`` is pre-arrived once so consumer 0 goes first. Both consumers run the same number of
+  key blocks (causal: the CTA's last row's count), which the strict alternation needs.
+- Softmax: online, in base 2 (``qk_scale`` = scale · log2 e), fp32 in registers; P is cast to the input
+  dtype and fed to P·V from registers (wgmma's A operand), V from shared memory. Masks (ragged tail keys,
+  causal diagonal) are applied only on the blocks that need them.
+- Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
+  head's rows, or on TMA's zero fill, and dropped); LSE (natural log) as fp32 [B, H, S].
+
+Not done: intra-warpgroup overlap (issuing the next Q·Kᵀ before this block's softmax, FlashAttention-3's
+second trick), a TMA store of O, persistence, GQA, Sq != Sk.
+"""
+from __future__ import annotations
+
+import math
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia import hopper
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+
+LOG2E = math.log2(math.e)
+BLOCK_M = 64  # query rows per consumer warpgroup; a CTA covers 2 × BLOCK_M
+BLOCK_N = 128  # keys per step
+STAGES = {64: 3, 128: 2}  # K/V ring depth per head dim (shared-memory budget above)
+CONSUMER_REGS, PRODUCER_REGS = 240, 24
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
+              seqlen, n_blocks, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    # Rows of the [B·H·S, D] views: this CTA's (batch, head) starts at bh · S.
+    base = gl.program_id(1) * seqlen
+    q_row = base + gl.program_id(0) * (2 * BLOCK_M)
+    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem.index(0))
+    tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_bar, q_smem.index(1))
+    for j in range(n_blocks):
+        s = j % STAGES
+        phase = (j // STAGES) & 1
+        kv_row = base + j * BLOCK_N
+        mbarrier.wait(k_empty.index(s), phase ^ 1)
+        mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [kv_row, 0], k_ready.index(s), k_smem.index(s))
+        mbarrier.wait(v_empty.index(s), phase ^ 1)
+        mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [kv_row, 0], v_ready.index(s), v_smem.index(s))
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr, seqlen,
+              qk_scale, n_blocks, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+              HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr):
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_rows: gl.constexpr = gl.SliceLayout(1, s_layout)
+    o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
+    dtype: gl.constexpr = q_smem.dtype
+
+    bh = gl.program_id(1)
+    row0 = gl.program_id(0) * (2 * BLOCK_M) + HALF * BLOCK_M  # first query row of this consumer
+    rows = row0 + gl.arange(0, BLOCK_M, layout=s_rows)
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, s_rows)
+    l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    q = q_smem.index(HALF)
+    mbarrier.wait(q_bar, 0)
+
+    for j in range(n_blocks):
+        s = j % STAGES
+        phase = (j // STAGES) & 1
+        k_t = k_smem.index(s).permute((1, 0))
+        mbarrier.wait(k_ready.index(s), phase)
+        if PINGPONG:
+            mbarrier.wait(turn.index(HALF), 0)
+        qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                                  is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turn.index(1 - HALF))
+        qk = hopper.warpgroup_mma_wait(0, deps=[qk, q, k_t])[0]
+        mbarrier.arrive(k_empty.index(s))
+
+        z = qk * qk_scale
+        start_n = j * BLOCK_N
+        # Only the ragged last block and, causally, the blocks reaching past this consumer's first row mask.
+        if (start_n + BLOCK_N > seqlen) or (CAUSAL and start_n + BLOCK_N > row0 + 1):
+            cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+            keep = cols[None, :] < seqlen
+            if CAUSAL:
+                keep = keep & (cols[None, :] <= rows[:, None])
+            z = gl.where(keep, z, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(z, 1))
+        alpha = gl.exp2(m_i - m_new)
+        p = gl.exp2(z - m_new[:, None])
+        l_i = l_i * alpha + gl.sum(p, 1)
+        m_i = m_new
+        acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+
+        v = v_smem.index(s)
+        mbarrier.wait(v_ready.index(s), phase)
+        if PINGPONG:
+            mbarrier.wait(turn.index(HALF), 1)
+        acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turn.index(1 - HALF))
+        acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
+        mbarrier.arrive(v_empty.index(s))
+
+    # Epilogue: rows at or past S belong to no query of this head and are dropped.
+    o = acc / gl.convert_layout(l_i, o_rows)[:, None]
+    o_r = row0 + gl.arange(0, BLOCK_M, layout=o_rows)
+    o_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+    head_rows = bh.to(gl.int64) * seqlen
+    offs = (head_rows + o_r)[:, None] * HEAD_DIM + o_d[None, :]
+    gl.store(o_ptr + offs, o.to(dtype), mask=(o_r < seqlen)[:, None])
+    lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # base 2 back to natural log
+    gl.store(lse_ptr + head_rows + rows, lse, mask=rows < seqlen)
+
+
+@gluon.jit
+def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, HEAD_DIM: gl.constexpr,
+                        BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                        CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        PRODUCER_REGS: gl.constexpr):
+    dtype: gl.constexpr = q_desc.dtype
+    q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+    bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(0))  # consumer 0 takes the tensor cores first
+    hopper.fence_async_shared()
+
+    # Key blocks for this CTA: all of them, or causally up to its last query row (Sq == Sk here).
+    if CAUSAL:
+        kv_end = gl.minimum(seqlen, (gl.program_id(0) + 1) * (2 * BLOCK_M))
+    else:
+        kv_end = seqlen
+    n_blocks = gl.cdiv(kv_end, BLOCK_N)
+
+    # Each partition's tuple is spelled out: built by concatenating tuples, its constexprs arrived as tensors.
+    gl.warp_specialize([
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
+                     seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
+                     seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
+                     seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+
+def kernel_args(head_dim: int, causal: bool, pingpong: bool) -> dict:
+    """The kernel's constexprs and launch options for a head dim (shared by the launcher and compile checks)."""
+    if head_dim not in STAGES:
+        raise ValueError(f"head dim {head_dim} unsupported: the Gluon forward takes {sorted(STAGES)}")
+    return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
+                PINGPONG=pingpong, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
+
+
+def smem_layouts(dtype_bits: int, head_dim: int):
+    """(Q tile layout, K/V tile layout): NVMMA swizzles that TMA writes and wgmma reads."""
+    dt = {16: gl.bfloat16}[dtype_bits]  # the swizzle depends only on the element width
+    return (gl.NVMMASharedLayout.get_default_for([BLOCK_M, head_dim], dt),
+            gl.NVMMASharedLayout.get_default_for([BLOCK_N, head_dim], dt))
+
+
+def _check_inputs(q, k, v) -> None:
+    import torch
+
+    if not (q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0)):
+        where = torch.cuda.get_device_name(q.device) if q.is_cuda else q.device.type
+        raise RuntimeError(f"the Gluon forward needs a Hopper GPU (sm_90a: wgmma, TMA), not {where}")
+    if q.dtype not in (torch.bfloat16, torch.float16) or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"q, k, v must all be bfloat16 or float16, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(f"q, k, v must share one [B, H, S, D] shape, got {tuple(q.shape)}, {tuple(k.shape)}, "
+                         f"{tuple(v.shape)}")
+    if not (q.is_contiguous() and k.is_contiguous() and v.is_contiguous()):
+        raise ValueError("q, k, v must be contiguous [B, H, S, D]")
+
+
+def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True):
+    """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 natural log) for contiguous bf16/fp16 q, k, v of one
+    [B, H, S, D] shape on a Hopper GPU, D in (64, 128)."""
+    import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    _check_inputs(q, k, v)
+    B, H, S, D = q.shape
+    args = kernel_args(D, causal, pingpong)
+    scale = D ** -0.5 if scale is None else scale
+    q_layout, kv_layout = smem_layouts(16, D)
+    # [B·H·S, D] views: a tile that runs past one head's S reads the next head's rows (or TMA's zero fill at
+    # the end), which the kernel masks (keys) or drops (query rows).
+    q2, k2, v2 = (t.view(B * H * S, D) for t in (q, k, v))
+    q_desc = TensorDescriptor.from_tensor(q2, [BLOCK_M, D], q_layout)
+    k_desc = TensorDescriptor.from_tensor(k2, [BLOCK_N, D], kv_layout)
+    v_desc = TensorDescriptor.from_tensor(v2, [BLOCK_N, D], kv_layout)
+    o = torch.empty_like(q)
+    lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
+    grid = (triton.cdiv(S, 2 * BLOCK_M), B * H)
+    _attn_fwd_ws_kernel[grid](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, **args)
+    return o, lse
+
