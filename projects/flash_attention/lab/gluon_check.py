@@ -1,0 +1,72 @@
+"""Holds the Gluon forward (``gluon_fwd``) to FlashAttention's rule on the headline shape and awkward ones.
+
+The rule is the bench's check: error against the fp32 reference at most 2× PyTorch's same-dtype error plus
+the bench's slack. Cases: the headline shape, a ragged S (not a multiple of either tile), D = 64, causal,
+each with ping-pong on and off. Prints PASS/FAIL per case as it goes, so a hang under ``timeout`` still
+leaves the earlier lines; exits 1 if any case fails.
+
+    timeout 600 python -m gpufolio_projects.flash_attention.lab.gluon_check [--quick]
+
+It times nothing: timing belongs to the harness (a bench variant is the next step once this passes).
+Needs a Hopper GPU and triton 3.6, the Gluon API the kernel is written against.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+# (B, H, S, D, causal): the headline shape first, then a ragged S, D = 64, and causal at each.
+CASES = [
+    (4, 16, 4096, 128, False),
+    (2, 4, 1000, 128, False),
+    (2, 4, 777, 64, False),
+    (4, 16, 4096, 128, True),
+    (2, 4, 1000, 128, True),
+    (2, 4, 777, 64, True),
+]
+
+
+def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool) -> bool:
+    import torch
+    from gpufolio.api import FlashRule
+    from gpufolio.check import compare_flash_rule
+
+    from ..bench import SLACK
+    from ..reference import reference_attention
+    from .gluon_fwd import gluon_attention_fwd
+
+    gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
+    q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
+    out, _ = gluon_attention_fwd(q, k, v, causal=causal, pingpong=pingpong)
+    torch.cuda.synchronize()
+    ref = reference_attention(q, k, v, causal)
+    lowp = reference_attention(q, k, v, causal, compute_dtype=q.dtype)
+    result = compare_flash_rule(out, ref, lowp, FlashRule(factor=2.0, slack=SLACK["bfloat16"]))
+    checks = result["checks"]
+    ok = bool(checks) and all(c["passed"] for c in checks)
+    detail = (f"max err {checks[0]['max_abs_err']:.3e} vs bound {checks[0]['bound']:.3e} "
+              f"(same-dtype err {checks[0]['lowp_max_abs_err']:.3e})" if checks else str(result["detail"]))
+    print(f"{'PASS' if ok else 'FAIL'} B,H,S,D={B},{H},{S},{D} causal={causal} pingpong={pingpong}: {detail}",
+          flush=True)
+    return ok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the headline shape and the ragged one, ping-pong on")
+    a = ap.parse_args()
+    cases = [(c, True) for c in CASES[:2]] if a.quick else [(c, pp) for pp in (True, False) for c in CASES]
+    failed = 0
+    for case, pingpong in cases:
+        try:
+            failed += not check_case(*case, pingpong=pingpong)
+        except Exception as exc:  # noqa: BLE001 - a compile or launch error is this case's FAIL; go on
+            print(f"FAIL B,H,S,D,causal={case} pingpong={pingpong}: {type(exc).__name__}: {str(exc)[:400]}",
+                  flush=True)
+            failed += 1
+    print(f"{'PASS' if not failed else 'FAIL'}: {len(cases) - failed}/{len(cases)} cases pass", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
