@@ -15,8 +15,10 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   swizzle, what both TMA and wgmma read). D = 128, STAGES = 2: 32 KiB + 2 × 2 × 32 KiB = 160 KiB of 227.
   D = 64: STAGES = 3, 16 + 96 KiB.
 - Roles (``gl.warp_specialize``): the default partition (4 warps) is consumer 0, worker 0 (4 warps) is
-  consumer 1, worker 1 (1 warp) is the producer that only issues TMA. Registers: producer 24 (it holds
-  addresses only), consumer worker 240; the default partition keeps what the kernel was compiled with.
+  consumer 1, worker 1 (1 warp) is the producer that only issues TMA. The producer's warp is padded to a
+  warpgroup, so 12 warps run. Registers per thread (``setmaxnreg``): producer 24 (it holds addresses only),
+  consumer worker 240, and Triton hands the default partition the rest of the 168 × 3 warpgroups it compiled
+  for: 504 - 240 - 24 = 240, so both consumers get 240 (64,512 of the SM's 65,536). ptxas reports no spills.
 - Barriers (all count 1 unless said): ``q_bar`` (producer expects both Q tiles' bytes); per stage
   ``k_ready``/``v_ready`` (producer's expect-tx, completed by TMA) and ``k_empty``/``v_empty`` (count 2: each
   consumer arrives once it has waited out the wgmma that read the slot). K and V have their own barriers so
@@ -33,6 +35,9 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   causal diagonal) are applied only on the blocks that need them.
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
   head's rows, or on TMA's zero fill, and dropped); LSE (natural log) as fp32 [B, H, S].
+
+Status: compiles for sm_90a without a GPU (``gluon_compile``: every head dim, causal flag and ping-pong
+setting, through ptxas); not yet run on a GPU — ``gluon_check`` is the first run.
 
 Not done: intra-warpgroup overlap (issuing the next Q·Kᵀ before this block's softmax, FlashAttention-3's
 second trick), a TMA store of O, persistence, GQA, Sq != Sk.
