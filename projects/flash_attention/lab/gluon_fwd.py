@@ -30,17 +30,20 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   the k-th wait on ``turn[c]`` is its k-th completion: phase 0 before Q·Kᵀ, phase 1 before P·V, every
   iteration; ``turn[0]`` is pre-arrived once so consumer 0 goes first. Both consumers run the same number of
   key blocks (causal: the CTA's last row's count), which the strict alternation needs.
+- Overlap (``OVERLAP``, FlashAttention-3's intra-warpgroup pipelining): block j's Q·K_jᵀ and block j-1's
+  P·V are issued together on one turn; S_j is waited out alone (wgmma wait_group 1) and its softmax runs
+  while P_{j-1}·V_{j-1} is still in flight, then O is rescaled. Turns: one for the first Q·Kᵀ, one per
+  block, one for the last P·V, so the k-th is phase k & 1. Off by default until it has passed on a GPU.
 - Softmax: online, in base 2 (``qk_scale`` = scale · log2 e), fp32 in registers; P is cast to the input
   dtype and fed to P·V from registers (wgmma's A operand), V from shared memory. Masks (ragged tail keys,
   causal diagonal) are applied only on the blocks that need them.
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
   head's rows, or on TMA's zero fill, and dropped); LSE (natural log) as fp32 [B, H, S].
 
-Status: compiles for sm_90a without a GPU (``gluon_compile``: every head dim, causal flag and ping-pong
-setting, through ptxas); not yet run on a GPU — ``gluon_check`` is the first run.
+Status: compiles for sm_90a without a GPU (``gluon_compile``: every head dim, causal, ping-pong and overlap
+setting, through ptxas, no spills); not yet run on a GPU — ``gluon_check`` is the first run.
 
-Not done: intra-warpgroup overlap (issuing the next Q·Kᵀ before this block's softmax, FlashAttention-3's
-second trick), a TMA store of O, persistence, GQA, Sq != Sk.
+Not done: a TMA store of O, persistence, GQA, Sq != Sk, fp8.
 """
 from __future__ import annotations
 
@@ -81,9 +84,70 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_
 
 
 @gluon.jit
+def _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
+                   s_layout: gl.constexpr):
+    """Q·K_jᵀ in base-2 units, -inf where a key is past S or (causal) after the row."""
+    z = qk * qk_scale
+    start_n = j * BLOCK_N
+    # Only the ragged last block and, causally, the blocks reaching past this consumer's first row mask.
+    if (start_n + BLOCK_N > seqlen) or (CAUSAL and start_n + BLOCK_N > row0 + 1):
+        cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        keep = cols[None, :] < seqlen
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= rows[:, None])
+        z = gl.where(keep, z, float("-inf"))
+    return z
+
+
+@gluon.jit
+def _online_softmax(z, m_i, l_i):
+    """(P, new running max, new running sum, alpha = the factor that rescales what came before)."""
+    m_new = gl.maximum(m_i, gl.max(z, 1))
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(z - m_new[:, None])
+    return p, m_new, l_i * alpha + gl.sum(p, 1), alpha
+
+
+@gluon.jit
+def _qk(q, k_smem, k_ready, k_empty, turn, j, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+        STAGES: gl.constexpr, PINGPONG: gl.constexpr, turn_phase, s_layout: gl.constexpr):
+    """S = Q·K_jᵀ on its own turn, waited out; releases K_j's slot."""
+    s = j % STAGES
+    k_t = k_smem.index(s).permute((1, 0))
+    mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(turn.index(HALF), turn_phase)
+    qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                              is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - HALF))
+    qk = hopper.warpgroup_mma_wait(0, deps=[qk, q, k_t])[0]
+    mbarrier.arrive(k_empty.index(s))
+    return qk
+
+
+@gluon.jit
+def _pv(p_op, acc, v_smem, v_ready, v_empty, turn, j, HALF: gl.constexpr, STAGES: gl.constexpr,
+        PINGPONG: gl.constexpr, turn_phase):
+    """O += P_j·V_j on its own turn, waited out; releases V_j's slot."""
+    s = j % STAGES
+    v = v_smem.index(s)
+    mbarrier.wait(v_ready.index(s), (j // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(turn.index(HALF), turn_phase)
+    acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - HALF))
+    acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
+    mbarrier.arrive(v_empty.index(s))
+    return acc
+
+
+@gluon.jit
 def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr, seqlen,
               qk_scale, n_blocks, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-              HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr):
+              HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
+              OVERLAP: gl.constexpr):
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -102,46 +166,46 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
     q = q_smem.index(HALF)
     mbarrier.wait(q_bar, 0)
 
-    for j in range(n_blocks):
-        s = j % STAGES
-        phase = (j // STAGES) & 1
-        k_t = k_smem.index(s).permute((1, 0))
-        mbarrier.wait(k_ready.index(s), phase)
-        if PINGPONG:
-            mbarrier.wait(turn.index(HALF), 0)
-        qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
-                                  is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(turn.index(1 - HALF))
-        qk = hopper.warpgroup_mma_wait(0, deps=[qk, q, k_t])[0]
-        mbarrier.arrive(k_empty.index(s))
-
-        z = qk * qk_scale
-        start_n = j * BLOCK_N
-        # Only the ragged last block and, causally, the blocks reaching past this consumer's first row mask.
-        if (start_n + BLOCK_N > seqlen) or (CAUSAL and start_n + BLOCK_N > row0 + 1):
-            cols = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-            keep = cols[None, :] < seqlen
-            if CAUSAL:
-                keep = keep & (cols[None, :] <= rows[:, None])
-            z = gl.where(keep, z, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(z, 1))
-        alpha = gl.exp2(m_i - m_new)
-        p = gl.exp2(z - m_new[:, None])
-        l_i = l_i * alpha + gl.sum(p, 1)
-        m_i = m_new
-        acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+    if OVERLAP:
+        # Block j's Q·K_jᵀ and block j-1's P·V go out on one turn; S_j is waited out alone (wait_group 1)
+        # and its softmax runs while P_{j-1}·V_{j-1} is still on the tensor cores. One turn per block, plus
+        # one for the first Q·Kᵀ and one for the last P·V: the k-th turn is phase k & 1.
+        qk = _qk(q, k_smem, k_ready, k_empty, turn, 0, HALF, BLOCK_M, BLOCK_N, STAGES, PINGPONG, 0, s_layout)
+        z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout)
+        p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
-
-        v = v_smem.index(s)
-        mbarrier.wait(v_ready.index(s), phase)
-        if PINGPONG:
-            mbarrier.wait(turn.index(HALF), 1)
-        acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(turn.index(1 - HALF))
-        acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
-        mbarrier.arrive(v_empty.index(s))
+        for j in range(1, n_blocks):
+            s = j % STAGES
+            prev = (j - 1) % STAGES
+            k_t = k_smem.index(s).permute((1, 0))
+            v = v_smem.index(prev)
+            mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
+            mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+            if PINGPONG:
+                mbarrier.wait(turn.index(HALF), j & 1)
+            qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                                      is_async=True)
+            acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
+            if PINGPONG:
+                mbarrier.arrive(turn.index(1 - HALF))
+            qk = hopper.warpgroup_mma_wait(1, deps=[qk, q, k_t])[0]
+            mbarrier.arrive(k_empty.index(s))
+            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout)
+            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i)
+            acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
+            mbarrier.arrive(v_empty.index(prev))
+            acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+            p_op = gl.convert_layout(p.to(dtype), p_layout)
+        acc = _pv(p_op, acc, v_smem, v_ready, v_empty, turn, n_blocks - 1, HALF, STAGES, PINGPONG, n_blocks & 1)
+    else:
+        # Two turns per block, Q·Kᵀ then P·V: phase 0 then phase 1.
+        for j in range(n_blocks):
+            qk = _qk(q, k_smem, k_ready, k_empty, turn, j, HALF, BLOCK_M, BLOCK_N, STAGES, PINGPONG, 0, s_layout)
+            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout)
+            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i)
+            acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+            p_op = gl.convert_layout(p.to(dtype), p_layout)
+            acc = _pv(p_op, acc, v_smem, v_ready, v_empty, turn, j, HALF, STAGES, PINGPONG, 1)
 
     # Epilogue: rows at or past S belong to no query of this head and are dropped.
     o = acc / gl.convert_layout(l_i, o_rows)[:, None]
@@ -157,7 +221,7 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
 @gluon.jit
 def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, HEAD_DIM: gl.constexpr,
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                        CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                         PRODUCER_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
@@ -192,20 +256,21 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
     # Each partition's tuple is spelled out: built by concatenating tuples, its constexprs arrived as tensors.
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
-                     seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG)),
+                     seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),
         (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
-                     seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG)),
+                     seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
                      seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
-def kernel_args(head_dim: int, causal: bool, pingpong: bool) -> dict:
+def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = False) -> dict:
     """The kernel's constexprs and launch options for a head dim (shared by the launcher and compile checks)."""
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon forward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                PINGPONG=pingpong, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
+                PINGPONG=pingpong, OVERLAP=overlap, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
+                num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int):
@@ -230,7 +295,8 @@ def _check_inputs(q, k, v) -> None:
         raise ValueError("q, k, v must be contiguous [B, H, S, D]")
 
 
-def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True):
+def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True,
+                        overlap: bool = False):
     """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 natural log) for contiguous bf16/fp16 q, k, v of one
     [B, H, S, D] shape on a Hopper GPU, D in (64, 128)."""
     import torch
@@ -238,7 +304,7 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
 
     _check_inputs(q, k, v)
     B, H, S, D = q.shape
-    args = kernel_args(D, causal, pingpong)
+    args = kernel_args(D, causal, pingpong, overlap)
     scale = D ** -0.5 if scale is None else scale
     q_layout, kv_layout = smem_layouts(16, D)
     # [B·H·S, D] views: a tile that runs past one head's S reads the next head's rows (or TMA's zero fill at

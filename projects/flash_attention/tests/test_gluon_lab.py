@@ -24,8 +24,9 @@ def test_refuses_an_unsupported_head_dim():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _is_hopper(), reason="needs a Hopper GPU (sm_90a)")
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_ragged_shape_passes_the_flash_rule(causal):
+def test_ragged_shape_passes_the_flash_rule(causal, overlap):
     q, k, v = make_qkv(2, 3, 3, 333, 333, 128, torch.bfloat16, device="cuda")
-    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal)
+    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap)
     check_flash_rule(out, q, k, v, causal)
