@@ -109,38 +109,35 @@ def _online_softmax(z, m_i, l_i):
 
 
 @gluon.jit
+def _mma_on_turn(a, b, acc, use_acc: gl.constexpr, ready, empty, turn, j, HALF: gl.constexpr,
+                 STAGES: gl.constexpr, PINGPONG: gl.constexpr, turn_phase):
+    """acc (+)= a·b for block j: wait for the block's slot, take this consumer's turn, issue, hand the turn over,
+    wait the MMA out, release the slot. ``b`` is the slot's view (K_jᵀ or V_j)."""
+    mbarrier.wait(ready.index(j % STAGES), (j // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(turn.index(HALF), turn_phase)
+    acc = hopper.warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - HALF))
+    acc = hopper.warpgroup_mma_wait(0, deps=[acc, a, b])[0]
+    mbarrier.arrive(empty.index(j % STAGES))
+    return acc
+
+
+@gluon.jit
 def _qk(q, k_smem, k_ready, k_empty, turn, j, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
         STAGES: gl.constexpr, PINGPONG: gl.constexpr, turn_phase, s_layout: gl.constexpr):
     """S = Q·K_jᵀ on its own turn, waited out; releases K_j's slot."""
-    s = j % STAGES
-    k_t = k_smem.index(s).permute((1, 0))
-    mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
-    if PINGPONG:
-        mbarrier.wait(turn.index(HALF), turn_phase)
-    qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
-                              is_async=True)
-    if PINGPONG:
-        mbarrier.arrive(turn.index(1 - HALF))
-    qk = hopper.warpgroup_mma_wait(0, deps=[qk, q, k_t])[0]
-    mbarrier.arrive(k_empty.index(s))
-    return qk
+    return _mma_on_turn(q, k_smem.index(j % STAGES).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                        False, k_ready, k_empty, turn, j, HALF, STAGES, PINGPONG, turn_phase)
 
 
 @gluon.jit
 def _pv(p_op, acc, v_smem, v_ready, v_empty, turn, j, HALF: gl.constexpr, STAGES: gl.constexpr,
         PINGPONG: gl.constexpr, turn_phase):
     """O += P_j·V_j on its own turn, waited out; releases V_j's slot."""
-    s = j % STAGES
-    v = v_smem.index(s)
-    mbarrier.wait(v_ready.index(s), (j // STAGES) & 1)
-    if PINGPONG:
-        mbarrier.wait(turn.index(HALF), turn_phase)
-    acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
-    if PINGPONG:
-        mbarrier.arrive(turn.index(1 - HALF))
-    acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
-    mbarrier.arrive(v_empty.index(s))
-    return acc
+    return _mma_on_turn(p_op, v_smem.index(j % STAGES), acc, True, v_ready, v_empty, turn, j, HALF, STAGES,
+                        PINGPONG, turn_phase)
 
 
 @gluon.jit
