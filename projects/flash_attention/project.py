@@ -10,12 +10,13 @@ ORDER = 2
 HOME_BENCHES = ("attention_fwd", "attention_fwd_bwd")  # the bench the home page quotes, in order of preference
 
 P = "flash_attention"
+LAB = "gpufolio_projects.flash_attention.lab"
 TUNE = {"GPUFOLIO_FA_TUNE_FILE": "{out}/tune.json", "GPUFOLIO_FA_TUNE_VERBOSE": "1"}
 # Forward configs too risky for the bench (warp specialisation), timed by experiment.py.
 EXPERIMENT_CONFIGS = ("128,128,8,3", "128,128,8,2,ws", "128,128,4,2,ws")
 
 STAGES = (
-    bench(P, "bench", "--quick", "--timeout", "90", limit_s=90, env=TUNE),
+    bench(P, "bench", "--quick", "--timeout", "90", limit_s=150, env=TUNE),  # FlashAttention-4 compiles at first use
     bench(P, "bench_full", "--timeout", "90", limit_s=560, default=False,
           env={**TUNE, "GPUFOLIO_FA_FLEX_S": "1024 4096 16384"}),  # FlexAttention compiled at three lengths only
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
@@ -27,4 +28,9 @@ STAGES = (
                   "--bwd", "--reps", "1"),
           40, "ncu on the forward, dK/dV and dQ kernels at the headline shape", needs=("ncu",)),
     gpu_tests("tests", "projects/flash_attention", "-q", "-rfE", limit_s=120),
+    # The lab-only Gluon forward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).
+    module("gluon_quick", f"{LAB}.gluon_check", "--quick", limit_s=120, default=False,
+           what="the Gluon forward: headline and ragged shapes, ping-pong on"),
+    module("gluon_check", f"{LAB}.gluon_check", limit_s=300, default=False,
+           what="the Gluon forward: every case, ping-pong and overlap on and off"),
 )

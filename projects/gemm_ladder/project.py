@@ -1,7 +1,7 @@
 """gemm_ladder's facts for the harness: the stages of a lab run (``python -m gpufolio lab gemm_ladder``).
 
 Default: build both extensions (cold, ptxas -v in the log), the GPU tests, the quick benches, SASS counts. Off by
-default (name them: ``gemm_ladder:sweep,ncu_sgemm``): the tile sweep, the probe sweep and the ncu profiles.
+default (name them: ``gemm_ladder:sweep,ncu_sgemm``): the tile sweep, the probe sweeps and the ncu profiles.
 """
 from gpufolio.lab import Stage, bench, gpu_tests, module
 
@@ -47,6 +47,15 @@ STAGES = (
     module("probe", f"{LAB}.bf16_probe", "--shape", "8192", "8192", "8192", "--shape", "8192", "28672", "4096",
            "--shape", "2048", "2048", "2048", limit_s=180, default=False,
            what="the persistent kernel's variants (its own extension)"),
+    module("probe_pp", f"{LAB}.bf16_probe", "--shape", "8192", "8192", "8192", "--shape", "4096", "4096", "4096",
+           "--shape", "8192", "28672", "4096", "--shape", "4099", "4104", "776", "--only-listed", "--variants", "^PP",
+           "--grids", "0,128", limit_s=180, default=False,
+           what="the ping-pong probe variants beside cuBLAS and rung 14, the ragged shape for their edges"),
+    Stage("ncu_probe", ("ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "profile/", "-c", "3",
+                        "--metrics", BF16_NCU_METRICS, "--csv", "--log-file", "{out}/ncu_probe.csv",
+                        "{python}", "-m", f"{LAB}.bf16_probe", "--shape", "8192", "8192", "8192", "--only-listed",
+                        "--variants", "^PP", "--profile"),
+          120, "ncu on cuBLAS and the two ping-pong probe variants at 8192^3", default=False, needs=("ncu",)),
     Stage("ncu_sgemm", ("ncu", "--clock-control", "none", "-k", "regex:gemm|xmma|cutlass", "-c", "16", "--csv",
                         "--log-file", "{out}/ncu_sgemm.csv", "--section", "SpeedOfLight", "--section", "Occupancy",
                         "--section", "LaunchStats", "--section", "WarpStateStats", "--metrics", SGEMM_NCU_METRICS,
@@ -63,4 +72,6 @@ STAGES = (
            limit_s=30, default=False, what="ncu_sgemm's table"),
     module("table_bf16", f"{LAB}.ncu_table", "{out}/ncu_bf16.csv", "--order", "{out}/ncu_bf16.log", limit_s=30,
            default=False, what="ncu_bf16's table"),
+    module("table_probe", f"{LAB}.ncu_table", "{out}/ncu_probe.csv", "--order", "{out}/ncu_probe.log", limit_s=30,
+           default=False, what="ncu_probe's table"),
 )
