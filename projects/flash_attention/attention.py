@@ -1,4 +1,4 @@
-"""``flash_attention(q, k, v, causal=False, scale=None)``: our Triton FlashAttention with autograd.
+"""``flash_attention(q, k, v, causal=False, scale=None, backend="triton")``: our FlashAttention with autograd.
 
 Layout as ``torch.nn.functional.scaled_dot_product_attention``:
     q: [B, H, Sq, D]   k, v: [B, Hkv, Sk, D] with Hkv dividing H (GQA; Hkv = 1 is MQA)   ->   [B, H, Sq, D]
@@ -8,6 +8,12 @@ SDPA's ``is_causal=True`` aligns top-left; the two agree when Sq == Sk.
 Supported: CUDA tensors in bfloat16/float16 (float32 too, but only under TRITON_INTERPRET=1, for CPU tests),
 head dims in ``SUPPORTED_HEAD_DIMS``, any sequence lengths. Anything else raises TypeError/ValueError before a
 kernel launches.
+
+Backends (the forward kernel; the backward is always the Triton one, kernels/bwd.py):
+    "triton"         kernels/fwd.py, everything above.
+    "gluon"          kernels/gluon_fwd.py: warp-specialised (TMA producer warp, two ping-ponging wgmma consumer
+                     warpgroups), Hopper and triton 3.6 only; Sq == Sk and H == Hkv (no GQA/MQA yet).
+    "gluon_overlap"  the same with FlashAttention-3's intra-warpgroup overlap of softmax and the next GEMM.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from .kernels.launch import attn_bwd, attn_fwd
 from .kernels.tuning import SUPPORTED_HEAD_DIMS, interpreting
 
 GPU_DTYPES = (torch.bfloat16, torch.float16)
+BACKENDS = ("triton", "gluon", "gluon_overlap")
 INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -69,11 +76,35 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
     return scale
 
 
+def check_backend(backend: str, q: torch.Tensor, k: torch.Tensor) -> None:
+    """What the Gluon forward does not cover yet is refused here, naming the backend that does."""
+    if backend not in BACKENDS:
+        raise ValueError(f"flash_attention: backend {backend!r} unknown; backends are {', '.join(BACKENDS)}")
+    if backend == "triton":
+        return
+    if k.shape[1] != q.shape[1]:
+        raise ValueError(f"flash_attention: backend {backend!r} needs as many KV heads as query heads (no GQA/MQA "
+                         f"yet), got {k.shape[1]} and {q.shape[1]}; use backend='triton'")
+    if k.shape[2] != q.shape[2]:
+        raise ValueError(f"flash_attention: backend {backend!r} needs Sq == Sk, got {q.shape[2]} and {k.shape[2]}; "
+                         "use backend='triton'")
+
+
+def _forward(q, k, v, causal: bool, scale: float, backend: str):
+    if backend == "triton":
+        return attn_fwd(q, k, v, causal, scale)
+    from .kernels.gluon_fwd import gluon_attention_fwd
+
+    o, lse = gluon_attention_fwd(q, k, v, causal=causal, scale=scale, pingpong=True,
+                                 overlap=backend == "gluon_overlap")
+    return o, lse.view(-1, q.shape[2])  # [B·H, S], the layout the Triton backward reads
+
+
 class FlashAttentionFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal: bool, scale: float, atomic_dq: bool):
+    def forward(ctx, q, k, v, causal: bool, scale: float, atomic_dq: bool, backend: str):
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        o, lse = attn_fwd(q, k, v, causal, scale)
+        o, lse = _forward(q, k, v, causal, scale, backend)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal = causal
         ctx.scale = scale
@@ -84,13 +115,14 @@ class FlashAttentionFunction(torch.autograd.Function):
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         dq, dk, dv = attn_bwd(do.contiguous(), q, k, v, o, lse, ctx.causal, ctx.scale, atomic_dq=ctx.atomic_dq)
-        return dq, dk, dv, None, None, None
+        return dq, dk, dv, None, None, None, None
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    scale: float | None = None, *, atomic_dq: bool = False) -> torch.Tensor:
+                    scale: float | None = None, *, atomic_dq: bool = False, backend: str = "triton") -> torch.Tensor:
     """softmax(q·kᵀ·scale [+ causal mask]) · v, per (batch, head); scale defaults to 1/sqrt(head_dim).
     atomic_dq picks the backward's dQ strategy (kernels/bwd.py): fp32 atomics in the dK/dV kernel instead of
-    a separate dQ kernel."""
+    a separate dQ kernel. backend picks the forward kernel (``BACKENDS``, module docstring)."""
     scale = check_inputs(q, k, v, scale)
-    return FlashAttentionFunction.apply(q, k, v, bool(causal), scale, bool(atomic_dq))
+    check_backend(backend, q, k)
+    return FlashAttentionFunction.apply(q, k, v, bool(causal), scale, bool(atomic_dq), backend)

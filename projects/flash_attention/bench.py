@@ -1,5 +1,6 @@
-"""Benches ``attention_fwd`` and ``attention_fwd_bwd``: our Triton FlashAttention against PyTorch's backends
-and FlashAttention-4 (``flash-attn-4``, the ``peers`` extra; skipped with the reason where it is not installed).
+"""Benches ``attention_fwd`` and ``attention_fwd_bwd``: our Triton FlashAttention and our warp-specialised Gluon
+forward (Hopper, triton 3.6; its backward is the Triton one) against PyTorch's backends and FlashAttention-4
+(``flash-attn-4``, the ``peers`` extra; skipped with the reason where it is not installed).
 
     python -m gpufolio bench --project flash_attention [--quick | --dry-run]
 
@@ -37,6 +38,25 @@ TIMING = Timing(warmup_ms=50.0, rep_ms=200.0)
 def fa4_missing() -> str | None:
     """``Variant.available`` for FlashAttention-4 (the ``peers`` extra): its CuTe DSL kernels need sm_90+."""
     return peer_missing("flash_attn.cute", "flash-attn-4")
+
+
+def gluon_missing() -> str | None:
+    """``Variant.available`` for the Gluon forward: it is written against one triton release's Gluon API."""
+    from .kernels.gluon_fwd import unavailable
+
+    return unavailable()
+
+
+# The Gluon forward's two schedules: variant -> flash_attention's backend.
+GLUON_BACKENDS = {"gluon_fa": "gluon", "gluon_fa_overlap": "gluon_overlap"}
+GLUON_LABELS = {"gluon_fa": "Gluon FlashAttention, warp-specialised, ping-pong (ours)",
+                "gluon_fa_overlap": "Gluon FlashAttention, ping-pong + intra-warpgroup overlap (ours)"}
+
+
+def _gluon_variants(backward: bool) -> list[Variant]:
+    tail = ", Triton backward" if backward else ""
+    return [Variant(name, "candidate", label.replace(" (ours)", f"{tail} (ours)"), available=gluon_missing)
+            for name, label in GLUON_LABELS.items()]
 
 
 VARIANTS = [
@@ -91,6 +111,15 @@ def _attention_fn(variant: str, p: dict, device, backward: bool):
         if atomic and not backward:
             raise Unsupported("same forward as triton_fa (the variants differ in the backward only)")
         return lambda q, k, v: flash_attention(q, k, v, causal=causal, atomic_dq=atomic)
+    if variant in GLUON_BACKENDS:
+        import torch
+
+        if device.type != "cuda" or torch.cuda.get_device_capability(device) != (9, 0):
+            raise Unsupported("the Gluon forward needs a Hopper GPU (sm_90a: wgmma, TMA, setmaxnreg)")
+        from .attention import flash_attention
+
+        backend = GLUON_BACKENDS[variant]
+        return lambda q, k, v: flash_attention(q, k, v, causal=causal, backend=backend)
     if variant in SDPA_BACKENDS:
         if device.type != "cuda":
             raise Unsupported(f"{variant} needs CUDA")
@@ -249,8 +278,8 @@ STRONGEST = {"attention_fwd": "fa4", "attention_fwd_bwd": "fa4"}
 
 BENCHES = [
     _bench("attention_fwd", "Attention forward, H=16, batch·seqlen=16k, bf16; FLOPs 4·B·H·S²·D (halved if causal).",
-           VARIANTS),
+           VARIANTS[:1] + _gluon_variants(backward=False) + VARIANTS[1:]),
     _bench("attention_fwd_bwd", "Attention forward+backward, H=16, batch·seqlen=16k, bf16; FLOPs 3.5× the "
                                 "forward's (backward counted as 2.5× forward: 5 matmuls).",
-           VARIANTS[:1] + [ATOMIC_VARIANT] + VARIANTS[1:]),
+           VARIANTS[:1] + [ATOMIC_VARIANT] + _gluon_variants(backward=True) + VARIANTS[1:]),
 ]

@@ -32,8 +32,8 @@ def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, ove
     from gpufolio.check import compare_flash_rule
 
     from ..bench import SLACK
+    from ..kernels.gluon_fwd import gluon_attention_fwd
     from ..reference import reference_attention
-    from .gluon_fwd import gluon_attention_fwd
 
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))

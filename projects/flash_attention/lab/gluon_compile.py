@@ -24,7 +24,7 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    from . import gluon_fwd as g
+    from ..kernels import gluon_fwd as g
 
     args = g.kernel_args(head_dim, causal, pingpong, overlap)
     num_warps = args.pop("num_warps")

@@ -1,10 +1,11 @@
 """A warp-specialised FlashAttention forward for Hopper (sm_90a) in Gluon, the step after the Triton kernels:
 TMA loads into an mbarrier ring, two consumer warpgroups on wgmma, ping-ponging on the tensor cores.
-Lab only: nothing in the bench imports it; ``gluon_check`` holds it to FlashAttention's rule.
+Reached through ``flash_attention(..., backend="gluon")`` (``"gluon_overlap"`` adds the intra-warpgroup
+overlap); its backward is the Triton one (kernels/bwd.py), fed this kernel's O and LSE.
 
 Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, worker_num_warps,
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
-Gluon renamed and reshaped several of these, so it needs triton 3.6 exactly.
+Gluon renamed and reshaped several of these, so it runs on triton 3.6 only (``unavailable`` says why not).
 
 Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H)):
 
@@ -38,10 +39,12 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   dtype and fed to P·V from registers (wgmma's A operand), V from shared memory. Masks (ragged tail keys,
   causal diagonal) are applied only on the blocks that need them.
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
-  head's rows, or on TMA's zero fill, and dropped); LSE (natural log) as fp32 [B, H, S].
+  head's rows, or on TMA's zero fill, and dropped); LSE as fp32 [B, H, S] in log2 units (m + log2 l), the
+  Triton forward's convention, which its backward reads.
 
-Status: compiles for sm_90a without a GPU (``gluon_compile``: every head dim, causal, ping-pong and overlap
-setting, through ptxas, no spills); not yet run on a GPU — ``gluon_check`` is the first run.
+Checked: compiles for sm_90a without a GPU (``lab/gluon_compile``: every head dim, causal, ping-pong and overlap
+setting, through ptxas, no spills); on an H200, ``lab/gluon_check`` passed FlashAttention's rule on every case
+(headline, ragged S, D = 64, causal; ping-pong and overlap on and off). The GPU tests in tests/test_gluon.py.
 
 Not done: a TMA store of O, persistence, GQA, Sq != Sk, fp8.
 """
@@ -56,6 +59,7 @@ from triton.experimental.gluon.language.nvidia import hopper
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 LOG2E = math.log2(math.e)
+GLUON_TRITON = "3.6"  # the triton release whose Gluon API this file is written against
 BLOCK_M = 64  # query rows per consumer warpgroup; a CTA covers 2 × BLOCK_M
 BLOCK_N = 128  # keys per step
 STAGES = {64: 3, 128: 2}  # K/V ring depth per head dim (shared-memory budget above)
@@ -211,7 +215,7 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
     head_rows = bh.to(gl.int64) * seqlen
     offs = (head_rows + o_r)[:, None] * HEAD_DIM + o_d[None, :]
     gl.store(o_ptr + offs, o.to(dtype), mask=(o_r < seqlen)[:, None])
-    lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # base 2 back to natural log
+    lse = m_i + gl.log2(l_i)  # log2 units, as kernels/fwd.py stores it for the backward
     gl.store(lse_ptr + head_rows + rows, lse, mask=rows < seqlen)
 
 
@@ -277,6 +281,13 @@ def smem_layouts(dtype_bits: int, head_dim: int):
             gl.NVMMASharedLayout.get_default_for([BLOCK_N, head_dim], dt))
 
 
+def unavailable() -> str | None:
+    """Why this kernel cannot run with the installed triton, or None."""
+    if not triton.__version__.startswith(GLUON_TRITON + "."):
+        return f"the Gluon forward is written against triton {GLUON_TRITON}'s Gluon API; this is triton {triton.__version__}"
+    return None
+
+
 def _check_inputs(q, k, v) -> None:
     import torch
 
@@ -294,12 +305,15 @@ def _check_inputs(q, k, v) -> None:
 
 def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True,
                         overlap: bool = False):
-    """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 natural log) for contiguous bf16/fp16 q, k, v of one
-    [B, H, S, D] shape on a Hopper GPU, D in (64, 128)."""
+    """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 in log2 units) for contiguous bf16/fp16 q, k, v of one
+    [B, H, S, D] shape on a Hopper GPU, D in (64, 128), with triton 3.6."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     _check_inputs(q, k, v)
+    why = unavailable()
+    if why:
+        raise RuntimeError(why)
     B, H, S, D = q.shape
     args = kernel_args(D, causal, pingpong, overlap)
     scale = D ** -0.5 if scale is None else scale
