@@ -19,6 +19,11 @@ STAGES = (
     bench(P, "bench", "--quick", "--timeout", "90", limit_s=150, env=TUNE),  # FlashAttention-4 compiles at first use
     bench(P, "bench_full", "--timeout", "90", limit_s=560, default=False,
           env={**TUNE, "GPUFOLIO_FA_FLEX_S": "1024 4096 16384"}),  # FlexAttention compiled at three lengths only
+    # The forward's length and head-dim sweep with the variants that matter (ours, and the two strongest
+    # baselines): the full bench's configs in about half its time.
+    bench(P, "sweep_fwd", "--bench", "attention_fwd", "--variant", "triton_fa", "--variant", "gluon_fa",
+          "--variant", "gluon_fa_overlap", "--variant", "sdpa_cudnn", "--variant", "fa4", "--timeout", "90",
+          limit_s=330, default=False, env=TUNE),
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
     Stage("ncu", ("ncu", "--clock-control", "none", "--kernel-name",
                   "regex:_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", "--launch-count", "3",
