@@ -19,8 +19,8 @@ STAGES = (
     bench(P, "bench", "--quick", "--timeout", "90", limit_s=150, env=TUNE),  # FlashAttention-4 compiles at first use
     bench(P, "bench_full", "--timeout", "90", limit_s=560, default=False,
           env={**TUNE, "GPUFOLIO_FA_FLEX_S": "1024 4096 16384"}),  # FlexAttention compiled at three lengths only
-    # The forward's length and head-dim sweep with the variants that matter (ours, and the two strongest
-    # baselines): the full bench's configs in about half its time.
+    # The forward's length and head-dim sweep, our candidates only (every baseline runs anyway): the full
+    # bench's forward configs without its backward.
     bench(P, "sweep_fwd", "--bench", "attention_fwd", "--variant", "triton_fa", "--variant", "gluon_fa",
           "--variant", "gluon_fa_overlap", "--variant", "sdpa_cudnn", "--variant", "fa4", "--timeout", "90",
           limit_s=330, default=False, env=TUNE),
@@ -32,6 +32,17 @@ STAGES = (
                   "{python}", "-m", "gpufolio_projects.flash_attention.lab.profile", "--S", "4096", "--D", "128",
                   "--bwd", "--reps", "1"),
           40, "ncu on the forward, dK/dV and dQ kernels at the headline shape", needs=("ncu",)),
+    # The Triton forward (the tuner's pick at the headline shape, pinned) and the Gluon forward's two schedules.
+    Stage("ncu_gluon", ("ncu", "--clock-control", "none", "--kernel-name", "regex:_attn_fwd_kernel|_attn_fwd_ws_kernel",
+                        "--launch-count", "3", "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis",
+                        "--section", "Occupancy", "--section", "LaunchStats", "--section", "WarpStateStats",
+                        "--section", "SchedulerStats",
+                        "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1",
+                        "--backend", "triton,gluon,gluon_overlap"),
+          60, "ncu on the Triton forward and the Gluon forward's two schedules at the headline shape",
+          default=False, needs=("ncu",), env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
+    module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
+           what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
     gpu_tests("tests", "projects/flash_attention", "-q", "-rfE", limit_s=120),
     # The lab-only Gluon forward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).
     module("gluon_quick", f"{LAB}.gluon_check", "--quick", limit_s=120, default=False,

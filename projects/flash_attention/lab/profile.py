@@ -1,6 +1,9 @@
 """Runs one attention call repeatedly at a bench shape, for ``ncu`` / ``nsys`` (no timing of its own).
 
     python -m gpufolio_projects.flash_attention.lab.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
+    python -m gpufolio_projects.flash_attention.lab.profile --backend triton,gluon_overlap --reps 1
+
+Several comma-separated backends run one after another in one process (one ncu session sees each kernel).
 
 Pin a config for the profile with GPUFOLIO_FA_FWD / _BWD_DKDV / _BWD_DQ = "block_m,block_n,warps,stages";
 otherwise the tuner's pick (its JSON file) is used.
@@ -20,6 +23,7 @@ def main() -> None:
     ap.add_argument("--bwd", action="store_true")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--backend", default="triton", help="flash_attention backends, comma-separated")
     a = ap.parse_args()
 
     import torch
@@ -30,12 +34,13 @@ def main() -> None:
     shape = (a.tokens // a.S, a.H, a.S, a.D)
     q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=a.bwd) for _ in range(3))
     do = torch.randn(shape, device="cuda", dtype=dtype)
-    for _ in range(a.reps):
-        out = flash_attention(q, k, v, causal=a.causal)
-        if a.bwd:
-            torch.autograd.grad(out, (q, k, v), do)
-    torch.cuda.synchronize()
-    print(f"profiled {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}")
+    for backend in a.backend.split(","):
+        for _ in range(a.reps):
+            out = flash_attention(q, k, v, causal=a.causal, backend=backend)
+            if a.bwd:
+                torch.autograd.grad(out, (q, k, v), do)
+        torch.cuda.synchronize()
+        print(f"profiled {backend} {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}", flush=True)
 
 
 if __name__ == "__main__":
