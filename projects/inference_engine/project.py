@@ -13,6 +13,8 @@ STAGES = (
     bench(P, "bench", "--quick", "--bench", "decode_b1", "--bench", "offline_throughput", "--bench", "online",
           limit_s=240),
     bench(P, "bench_full", limit_s=560, default=False),
+    bench(P, "bench_decode", "--quick", "--bench", "decode_b1", limit_s=150, default=False,
+          what="decode_b1 alone (the quick bench without the offline batch and the online sweep)"),
     # The online bench's full sweep alone, both engine variants (bench.ONLINE_FULL_RATES; about 200 s on an H200:
     # the stamp, the engine's set-up, then 6 rates x 2 variants x 5 calls of ~2.5 s).
     bench(P, "online_frontier", "--bench", "online", limit_s=300, default=False,
