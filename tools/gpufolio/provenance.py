@@ -152,10 +152,25 @@ def _from_file(root: Path) -> dict[str, Any] | None:
     return {k: data.get(k) for k in ("sha", "branch", "dirty", "diff_digest")} | {"source": "provenance_file"}
 
 
+def _file_describes_tree(root: Path, from_file: dict[str, Any], from_git: dict[str, Any]) -> bool:
+    """Whether the provenance file, not a ``.git`` found in the tree, tells where this tree came from: git says
+    dirty at another commit (a copy of the tree landed beside a stale ``.git``, as on a GPU box that kept an
+    older copy's), and every project's sources hash to what the file recorded when it was written."""
+    if not from_git["dirty"] or from_git["sha"] == from_file["sha"]:
+        return False
+    recorded = json.loads((root / PROVENANCE_FILE).read_text(encoding="utf-8")).get("source_digests") or {}
+    return set(recorded) == set(PROJECTS) and all(recorded[p] == source_digest(p, root) for p in PROJECTS)
+
+
 def git_info(root: Path | None = None) -> dict[str, Any]:
-    """The commit a run is measured at; ``source`` says how we know. Unknown stays unknown (sha None)."""
+    """The commit a run is measured at; ``source`` says how we know. Unknown stays unknown (sha None).
+    Git first, then the environment, then the provenance file; the file wins over a ``.git`` that disagrees
+    with it when the tree's sources are exactly the ones the file describes (``_file_describes_tree``)."""
     root = root or repo_root()
-    for found in (_from_git(root), _from_env(), _from_file(root)):
+    from_git, from_file = _from_git(root), _from_file(root)
+    if from_git and from_file and _file_describes_tree(root, from_file, from_git):
+        return from_file
+    for found in (from_git, _from_env(), from_file):
         if found:
             return found
     return {"sha": None, "branch": None, "dirty": None, "diff_digest": None, "source": "unknown"}

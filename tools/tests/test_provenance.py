@@ -81,6 +81,45 @@ def test_provenance_file_travels_without_git(repo):
     assert info["source"] == "provenance_file" and info["sha"] == sha
 
 
+def _stale_git_beside_a_newer_tree(root, r):
+    """The tree at a second commit with its provenance file, then a .git rewound to the first (what a GPU box
+    that kept an older copy's .git sees): git says dirty at the old commit."""
+    first = r.head.commit.hexsha
+    (root / "projects" / "gemm_ladder" / "kernel.cu").write_text("__global__ void faster() {}\n")
+    r.index.add(["projects/gemm_ladder/kernel.cu"])
+    second = r.index.commit("second").hexsha
+    write_provenance_file(root)
+    r.git.reset("--soft", first)
+    r.index.reset(first)
+    return first, second
+
+
+def test_provenance_file_wins_over_a_stale_git_when_the_sources_match(repo):
+    root, r = repo
+    first, second = _stale_git_beside_a_newer_tree(root, r)
+    assert provenance._from_git(root)["sha"] == first and provenance._from_git(root)["dirty"]
+    info = git_info(root)
+    assert info["source"] == "provenance_file" and info["sha"] == second and info["dirty"] is False
+
+
+def test_a_provenance_file_that_no_longer_matches_the_tree_loses_to_git(repo):
+    root, r = repo
+    first, _ = _stale_git_beside_a_newer_tree(root, r)
+    (root / "projects" / "gemm_ladder" / "kernel.cu").write_text("__global__ void edited_after() {}\n")
+    info = git_info(root)
+    assert info["source"] == "git" and info["sha"] == first and info["dirty"] is True
+
+
+def test_a_clean_git_at_another_commit_wins_over_an_old_provenance_file(repo):
+    root, r = repo
+    write_provenance_file(root)
+    (root / "README.md").write_text("prose\n")
+    r.index.add(["README.md"])
+    head = r.index.commit("docs").hexsha
+    info = git_info(root)
+    assert info["source"] == "git" and info["sha"] == head and info["dirty"] is False
+
+
 def test_provenance_file_needs_a_checkout(tmp_path):
     with pytest.raises(RuntimeError, match="not a git checkout"):
         write_provenance_file(tmp_path)
