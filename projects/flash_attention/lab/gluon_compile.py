@@ -15,7 +15,9 @@ import sys
 
 PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma": r"wgmma\.mma_async\.\S+",
             "tma load": r"cp\.async\.bulk\.tensor\.\S+", "mbarrier wait": r"mbarrier\.try_wait\.\S+",
-            "mbarrier arrive": r"mbarrier\.arrive\.\S+"}
+            "mbarrier arrive": r"mbarrier\.arrive\.\S+",
+            # warpgroup-wide named barriers (bar.sync id, 128): the compiler puts one before every mbarrier arrive
+            "bar.sync 128": r"\bbar\.sync\s+\d+, 128;"}
 
 
 def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool):
