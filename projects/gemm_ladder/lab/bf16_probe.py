@@ -92,6 +92,8 @@ def profile_shape(ext, M: int, N: int, K: int, chosen: list[int], warmup: int = 
     range "profile" (ncu sees exactly that steady-state kernel)."""
     import torch
 
+    from .bf16_profile import profile_call
+
     gen = torch.Generator(device="cuda").manual_seed(0)
     A = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
     B = torch.randn(N, K, device="cuda", generator=gen).to(torch.bfloat16)
@@ -100,13 +102,7 @@ def profile_shape(ext, M: int, N: int, K: int, chosen: list[int], warmup: int = 
     calls = [("cublas", lambda: torch.matmul(A, B.t(), out=C))]
     calls += [(names[i].replace(" ", "_"), lambda i=i: _probe(ext, i, A, B, C, 0)) for i in chosen]
     for label, fn in calls:
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        torch.cuda.nvtx.range_push("profile")
-        fn()
-        torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
+        profile_call(fn, warmup)
         print(f"profiled {label} {M}x{N}x{K}", flush=True)
 
 

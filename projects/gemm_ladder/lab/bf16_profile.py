@@ -16,6 +16,19 @@ import argparse
 import sys
 
 
+def profile_call(call, warmup: int) -> None:
+    """``warmup`` calls, then one inside the NVTX range "profile" that ``ncu --nvtx-include profile/`` sees."""
+    import torch
+
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("profile")
+    call()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -43,13 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             def call(variant=variant):
                 ops.gemm(variant, A, B, out=C)
-        for _ in range(a.warmup):
-            call()
-        torch.cuda.synchronize()
-        torch.cuda.nvtx.range_push("profile")
-        call()
-        torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
+        profile_call(call, a.warmup)
         print(f"profiled {variant} {a.M}x{a.N}x{a.K}", flush=True)
         if a.check:
             ref = bench._reference({"A": A, "B": B})
