@@ -103,6 +103,21 @@ def _open_repo(root: Path):
         return None
 
 
+def diff_digest_of(diff: str) -> str:
+    """What a dirty record stamps: the digest of ``git diff HEAD``'s text (gitpython drops its final newline)."""
+    return hashlib.sha256(diff.rstrip("\n").encode()).hexdigest()[:16]
+
+
+def _knows_commit(root: Path, sha: str) -> bool:
+    import gitdb.exc
+
+    repo = _open_repo(root)
+    try:
+        return repo is not None and repo.commit(sha) is not None
+    except (ValueError, gitdb.exc.BadName, gitdb.exc.BadObject):
+        return False
+
+
 def _from_git(root: Path) -> dict[str, Any] | None:
     repo = _open_repo(root)
     if repo is None:
@@ -113,7 +128,7 @@ def _from_git(root: Path) -> dict[str, Any] | None:
         return None
     branch = None if repo.head.is_detached else repo.active_branch.name
     dirty = repo.is_dirty(untracked_files=False)
-    diff_digest = hashlib.sha256(repo.git.diff("HEAD").encode()).hexdigest()[:16] if dirty else None
+    diff_digest = diff_digest_of(repo.git.diff("HEAD")) if dirty else None
     return {"sha": sha, "branch": branch, "dirty": dirty, "diff_digest": diff_digest, "source": "git"}
 
 
@@ -141,7 +156,8 @@ def _from_env() -> dict[str, Any] | None:
     }
 
 
-def _from_file(root: Path) -> dict[str, Any] | None:
+def _read_file(root: Path) -> dict[str, Any] | None:
+    """The provenance file's contents (its sha checked), or None without one."""
     path = root / PROVENANCE_FILE
     if not path.exists():
         return None
@@ -149,16 +165,24 @@ def _from_file(root: Path) -> dict[str, Any] | None:
     sha = data.get("sha")
     if not (isinstance(sha, str) and SHA_RE.match(sha)):
         raise ValueError(f"{path}: sha must be a full 40-hex SHA")
+    return data
+
+
+def _from_file(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    if data is None:
+        return None
     return {k: data.get(k) for k in ("sha", "branch", "dirty", "diff_digest")} | {"source": "provenance_file"}
 
 
-def _file_describes_tree(root: Path, from_file: dict[str, Any], from_git: dict[str, Any]) -> bool:
+def _file_describes_tree(root: Path, data: dict[str, Any], from_git: dict[str, Any]) -> bool:
     """Whether the provenance file, not a ``.git`` found in the tree, tells where this tree came from: git says
-    dirty at another commit (a copy of the tree landed beside a stale ``.git``, as on a GPU box that kept an
-    older copy's), and every project's sources hash to what the file recorded when it was written."""
-    if not from_git["dirty"] or from_git["sha"] == from_file["sha"]:
+    dirty at another commit and does not even know the file's commit (a copy of the tree landed beside a stale
+    ``.git``, as on a GPU box that kept an older copy's), and every project's sources hash to what the file
+    recorded when it was written. In a live checkout the file's commit is known, and git stays the word: its
+    uncommitted edits may be to the harness, which no project's digest covers."""
+    if not from_git["dirty"] or from_git["sha"] == data["sha"] or _knows_commit(root, data["sha"]):
         return False
-    recorded = json.loads((root / PROVENANCE_FILE).read_text(encoding="utf-8")).get("source_digests") or {}
+    recorded = data.get("source_digests") or {}
     return set(recorded) == set(PROJECTS) and all(recorded[p] == source_digest(p, root) for p in PROJECTS)
 
 
@@ -167,10 +191,13 @@ def git_info(root: Path | None = None) -> dict[str, Any]:
     Git first, then the environment, then the provenance file; the file wins over a ``.git`` that disagrees
     with it when the tree's sources are exactly the ones the file describes (``_file_describes_tree``)."""
     root = root or repo_root()
-    from_git, from_file = _from_git(root), _from_file(root)
-    if from_git and from_file and _file_describes_tree(root, from_file, from_git):
-        return from_file
-    for found in (from_git, _from_env(), from_file):
+    from_git = _from_git(root)
+    if from_git and not from_git["dirty"]:
+        return from_git
+    data = _read_file(root)
+    if from_git and data and _file_describes_tree(root, data, from_git):
+        return _from_file(data)
+    for found in (from_git, _from_env(), _from_file(data)):
         if found:
             return found
     return {"sha": None, "branch": None, "dirty": None, "diff_digest": None, "source": "unknown"}

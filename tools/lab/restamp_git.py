@@ -14,7 +14,6 @@ is left alone and reported (exit 1).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from gpufolio import sources  # noqa: E402
+from gpufolio.provenance import diff_digest_of  # noqa: E402
 from gpufolio.store import write_atomic  # noqa: E402
 
 
@@ -33,8 +33,8 @@ def _git(*args: str, cwd: Path = ROOT) -> str:
 
 
 def box_diff_digest(stamped_sha: str, commit: str) -> str:
-    """``git diff HEAD``'s digest in a checkout of ``stamped_sha`` whose tracked files are ``commit``'s
-    (gitpython strips the output's trailing newline before the stamp hashes it)."""
+    """``git diff HEAD``'s digest, as the stamp takes it, in a checkout of ``stamped_sha`` whose tracked files
+    are ``commit``'s."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "tree"
         _git("worktree", "add", "-q", "--detach", str(work), stamped_sha)
@@ -44,10 +44,10 @@ def box_diff_digest(stamped_sha: str, commit: str) -> str:
                     (work / name).unlink(missing_ok=True)
             archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
             subprocess.run(["tar", "x", "-C", str(work)], input=archive, check=True)
-            diff = subprocess.run(["git", "diff", "HEAD"], cwd=work, check=True, capture_output=True).stdout
+            diff = _git("diff", "HEAD", cwd=work)
         finally:
             _git("worktree", "remove", "--force", str(work))
-    return hashlib.sha256(diff.rstrip(b"\n")).hexdigest()[:16]
+    return diff_digest_of(diff)
 
 
 def main(argv: list[str] | None = None) -> int:

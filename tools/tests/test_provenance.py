@@ -81,33 +81,52 @@ def test_provenance_file_travels_without_git(repo):
     assert info["source"] == "provenance_file" and info["sha"] == sha
 
 
-def _stale_git_beside_a_newer_tree(root, r):
-    """The tree at a second commit with its provenance file, then a .git rewound to the first (what a GPU box
-    that kept an older copy's .git sees): git says dirty at the old commit."""
-    first = r.head.commit.hexsha
+def _stale_git_beside_a_newer_tree(root, r, tmp_path):
+    """The tree at a second commit with its provenance file, beside a .git that only ever saw the first state
+    (what a GPU box that kept an older copy's .git sees): git says dirty at its own commit and cannot resolve
+    the file's."""
+    stale = git.Repo.init(tmp_path / "stale", initial_branch="main")
+    with stale.config_writer() as cw:
+        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    (tmp_path / "stale" / "projects" / "gemm_ladder").mkdir(parents=True)
+    shutil.copy(root / "projects" / "gemm_ladder" / "kernel.cu", tmp_path / "stale" / "projects" / "gemm_ladder")
+    stale.index.add(["projects/gemm_ladder/kernel.cu"])
+    first = stale.index.commit("first, as the box's copy saw it").hexsha
     (root / "projects" / "gemm_ladder" / "kernel.cu").write_text("__global__ void faster() {}\n")
     r.index.add(["projects/gemm_ladder/kernel.cu"])
     second = r.index.commit("second").hexsha
     write_provenance_file(root)
-    r.git.reset("--soft", first)
-    r.index.reset(first)
+    shutil.rmtree(root / ".git")
+    shutil.move(str(tmp_path / "stale" / ".git"), str(root / ".git"))
+    assert not provenance._knows_commit(root, second)
     return first, second
 
 
-def test_provenance_file_wins_over_a_stale_git_when_the_sources_match(repo):
+def test_provenance_file_wins_over_a_stale_git_when_the_sources_match(repo, tmp_path):
     root, r = repo
-    first, second = _stale_git_beside_a_newer_tree(root, r)
+    first, second = _stale_git_beside_a_newer_tree(root, r, tmp_path)
     assert provenance._from_git(root)["sha"] == first and provenance._from_git(root)["dirty"]
     info = git_info(root)
     assert info["source"] == "provenance_file" and info["sha"] == second and info["dirty"] is False
 
 
-def test_a_provenance_file_that_no_longer_matches_the_tree_loses_to_git(repo):
+def test_a_provenance_file_that_no_longer_matches_the_tree_loses_to_git(repo, tmp_path):
     root, r = repo
-    first, _ = _stale_git_beside_a_newer_tree(root, r)
+    first, _ = _stale_git_beside_a_newer_tree(root, r, tmp_path)
     (root / "projects" / "gemm_ladder" / "kernel.cu").write_text("__global__ void edited_after() {}\n")
     info = git_info(root)
     assert info["source"] == "git" and info["sha"] == first and info["dirty"] is True
+
+
+def test_a_live_checkout_with_uncommitted_edits_is_dirty_whatever_an_old_provenance_file_says(repo):
+    root, r = repo
+    write_provenance_file(root)  # the project's sources stay as the file recorded them
+    (root / "README.md").write_text("prose\n")
+    r.index.add(["README.md"])
+    head = r.index.commit("docs").hexsha
+    (root / "README.md").write_text("an uncommitted edit, outside every project's digest\n")
+    info = git_info(root)
+    assert info["source"] == "git" and info["sha"] == head and info["dirty"] is True
 
 
 def test_a_clean_git_at_another_commit_wins_over_an_old_provenance_file(repo):
