@@ -27,7 +27,7 @@ BF16_NCU_METRICS = ("gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_activ
 BF16_PROFILED = ("01_mma_sync_ldmatrix,02_cp_async_pipeline,03_tma_wgmma,04_wgmma_two_consumers,05_warp_specialized,"
                  "06_persistent,07_grouped_raster,08_cluster_multicast,09_tma_store_epilogue,10_cluster_pairs,"
                  "11_whole_rounds,12_multicast_one_issuer,13_multicast_four_stages,"
-                 "14_multicast_four_stages_tma_store,cublas")
+                 "14_multicast_four_stages_tma_store,15_stream_k,cublas")
 
 STAGES = (
     module("build_sgemm", f"{LAB}.build", "sgemm", limit_s=170, env=VERBOSE, what="cold build, SGEMM extension"),

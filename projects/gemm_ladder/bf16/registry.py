@@ -43,6 +43,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung("12_multicast_one_issuer", "+ B multicast from one CTA of the pair", (128, 256), True, True),
     Rung("13_multicast_four_stages", "+ 4-stage ring, register epilogue", (128, 256), True, True),
     Rung("14_multicast_four_stages_tma_store", "+ 4-stage ring, TMA stores of half slabs", (128, 256), True, True),
+    Rung("15_stream_k", "+ stream-K last round (all 132 SMs busy)", (128, 256), True, True),
 )
 
 

@@ -64,6 +64,42 @@ def test_rung_is_right_on_repeated_calls_and_fresh_inputs(cuda, rung):
         _assert_close(cuda, C, A, B)
 
 
+# Rung 15 splits units along K only where they do not fill whole rounds of the resident clusters (66 on an
+# H200): 256 units of 64 k-iterations (4096^3), the ragged shape (289 units of 13, an odd number of tile rows, a
+# K tail), num_k = 1 (no unit cut), num_k = 3 with an 8-wide K tail in the contributed piece, 1024 units of 16.
+STREAM_K = "15_stream_k"
+STREAM_K_SHAPES = [(4096, 4096, 4096), (4099, 4104, 776), (4096, 8192, 64), (4096, 8192, 136), (8192, 8192, 1024)]
+
+
+@pytest.mark.parametrize("shape", STREAM_K_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_stream_k_is_right_on_repeated_calls(cuda, shape):
+    """Owners clear the flags they wait on: later calls with fresh inputs must not add a stale partial tile."""
+    for seed in range(3):
+        A, B, C = _inputs(cuda, *shape, seed)
+        ops.gemm(STREAM_K, A, B, out=C)
+        _assert_close(cuda, C, A, B)
+
+
+def test_stream_k_replays_in_a_cuda_graph(cuda):
+    """No host work between launches: a captured launch replayed on fresh inputs stays right."""
+    shape = (4099, 4104, 776)
+    A, B, C = _inputs(cuda, *shape)
+    ext, rung = ops.load(), registry.by_name(STREAM_K)
+    ladder.launch(ext, rung, A, B, C)  # the first call allocates the workspace: outside the capture
+    cuda.cuda.synchronize()
+    graph = cuda.cuda.CUDAGraph()
+    with cuda.cuda.graph(graph):
+        ladder.launch(ext, rung, A, B, C)
+    for seed in range(1, 4):
+        A_new, B_new, _ = _inputs(cuda, *shape, seed)
+        A.copy_(A_new)
+        B.copy_(B_new)
+        C.fill_(float("nan"))
+        graph.replay()
+        cuda.cuda.synchronize()
+        _assert_close(cuda, C, A, B)
+
+
 def test_cublas_baseline_passes_the_same_tolerance(cuda):
     for shape in ((8192, 8192, 8192), (16, 4096, 4096)):
         A, B, C = _inputs(cuda, *shape)

@@ -21,6 +21,7 @@ DECLARE(11)
 DECLARE(12)
 DECLARE(13)
 DECLARE(14)
+DECLARE(15)
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #define BIND(n)                                                                                      \
@@ -41,4 +42,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   BIND(12)
   BIND(13)
   BIND(14)
+  BIND(15)
 }

@@ -1,4 +1,4 @@
-// The persistent warp-specialised kernel behind rungs 06-09; each rung instantiates it with one more feature.
+// The persistent warp-specialised kernel behind rungs 06-15; each rung instantiates it with one more feature.
 //
 //   Features::CLUSTER_M  1, or 2: two CTAs of a cluster take vertically adjacent tiles with the same B tile;
 //                        with MULTICAST each loads half of B and TMA-multicasts it into both CTAs' smem.
@@ -18,6 +18,9 @@
 //   Features::WHOLE_ROUNDS  false: the grid is every resident CTA; true: the fewest clusters that still finish in
 //                        the same number of rounds (8192^3: 1024 units over 66 clusters is 16 rounds, and 64
 //                        clusters do it in 16 as well), so no SM idles through a last, partial round.
+//   Features::STREAM_K   false: each cluster runs whole units round robin; true: the grid is every resident
+//                        cluster, and the units that do not fill a last round are split along K between all of
+//                        them (stream_k.cuh: the schedule; stream_k_fixup.cuh: the partial sums' hand-over).
 //
 // Roles (384 threads, one CTA per SM, grid = as many CTAs as fit at once):
 //   warpgroup 0  producer: setmaxnreg.dec to 40; one thread walks the tile sequence and keeps the ring full.
@@ -30,6 +33,8 @@
 // the consumers run the epilogue of this one: that overlap is what persistence buys.
 #pragma once
 #include "common.cuh"
+#include "stream_k.cuh"
+#include "stream_k_fixup.cuh"
 #include "wgmma_ops.cuh"
 
 namespace bf16ladder::persistent {
@@ -41,12 +46,14 @@ constexpr int C_SUB_BYTES = 64 * 64 * 2;     // one [64 rows][64 cols] swizzled 
 enum BSource { OWN_B = 0, SPLIT_B = 1, ONE_ISSUER_B = 2 };
 
 template <int CLUSTER_M_, int GROUP_M_, bool TMA_STORE_, int STAGES_, int B_SOURCE_ = SPLIT_B, int PIPE_MMAS_ = 1,
-          bool WHOLE_ROUNDS_ = false, int C_BOXES_ = 4>
+          bool WHOLE_ROUNDS_ = false, int C_BOXES_ = 4, bool STREAM_K_ = false>
 struct Features {
   static constexpr int CLUSTER_M = CLUSTER_M_, GROUP_M = GROUP_M_, STAGES = STAGES_, CONSUMERS = 2;
   static constexpr int B_SOURCE = CLUSTER_M_ > 1 ? B_SOURCE_ : OWN_B;
   static constexpr bool TMA_STORE = TMA_STORE_, MULTICAST = B_SOURCE != OWN_B, WHOLE_ROUNDS = WHOLE_ROUNDS_;
   static constexpr int PIPE_MMAS = PIPE_MMAS_, C_BOXES = C_BOXES_;
+  static constexpr bool STREAM_K = STREAM_K_;
+  static_assert(!(STREAM_K && WHOLE_ROUNDS), "stream-K needs every resident cluster, not the fewest");
   static constexpr int C_WG_BYTES = C_BOXES * C_SUB_BYTES;  // a consumer's C staging: all or half of its slab
   static_assert(C_BOXES == 4 || C_BOXES == 2, "a consumer's slab is staged whole or in two halves");
   static constexpr int BM = 64 * CONSUMERS, THREADS = 128 * (1 + CONSUMERS);
@@ -62,6 +69,12 @@ __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
+}
+// blockIdx.x / CLUSTER_M for the 1-D grids here, read afresh at every call (volatile: never cached in a register).
+__device__ __forceinline__ int cluster_index() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return (int)r;
 }
 // Every thread of every CTA in the cluster. Not the .aligned form: the producer warp arrives here diverged
 // (lane 0 from the load loop, lanes 1-31 straight away), so callers __syncwarp() first as well.
@@ -101,11 +114,35 @@ __device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t cta_r
       : "memory");
 }
 
+// This cluster's pieces of work, in order: whole units round robin (rungs 06-14), or with STREAM_K piece i of
+// stream_k.cuh's schedule. Producer and consumers walk the same sequence, which is what keeps the ring's
+// stage/phase counter in step between them. Written as a plain loop (first; has_work; next), not a lambda
+// called per piece: the lambda moved instructions around in the other rungs' epilogues.
+// STREAM_K reads the cluster index from its special register wherever it needs it rather than keeping it in a
+// register through the mainloop: kept, it made ptxas spill in rung 15's consumers (168 registers at most).
+template <class F>
+__device__ __forceinline__ stream_k::Segment first_segment(const stream_k::Schedule& sched, int cluster_id, int num_k) {
+  if constexpr (F::STREAM_K) return sched.segment(cluster_index(), 0);
+  else return stream_k::Segment{cluster_id, 0, num_k};
+}
+template <class F>
+__device__ __forceinline__ stream_k::Segment next_segment(const stream_k::Schedule& sched, const stream_k::Segment& s,
+                                                          int i, int num_clusters) {
+  if constexpr (F::STREAM_K) return sched.segment(cluster_index(), i);
+  else return stream_k::Segment{s.unit + num_clusters, 0, s.k_end};
+}
+template <class F>
+__device__ __forceinline__ bool has_work(const stream_k::Segment& s, int num_units) {
+  if constexpr (F::STREAM_K) return s.unit >= 0;
+  else return s.unit < num_units;
+}
+
 template <class F>
 __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ CUtensorMap tA,
                                                         const __grid_constant__ CUtensorMap tB,
                                                         const __grid_constant__ CUtensorMap tC,
-                                                        bf16* __restrict__ C, int M, int N, int K) {
+                                                        bf16* __restrict__ C, int M, int N, int K,
+                                                        const stream_k::Schedule sched, const stream_k::Workspace ws) {
   constexpr int CM = F::CLUSTER_M, STAGES = F::STAGES, BM = F::BM;
   constexpr int A_BYTES = F::A_BYTES, STAGE_BYTES = F::STAGE_BYTES;
   // Arrivals that free a stage: every consumer warp of every CTA whose B (or B half) this CTA's producer writes.
@@ -140,11 +177,13 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
     setmaxnreg_dec<F::PRODUCER_REGS>();
     if (tid == 0) {
       int it = 0;
-      for (int u = cluster_id; u < num_units; u += num_clusters) {
+      int i = 0;
+      for (stream_k::Segment seg = first_segment<F>(sched, cluster_id, num_k); has_work<F>(seg, num_units);
+           seg = next_segment<F>(sched, seg, ++i, num_clusters)) {
         int um, tn;
-        unit_coords<F::GROUP_M>(u, units_m, tiles_n, um, tn);
+        unit_coords<F::GROUP_M>(seg.unit, units_m, tiles_n, um, tn);
         const int m0 = (um * CM + (int)rank) * BM, n0 = tn * BN;
-        for (int kt = 0; kt < num_k; ++kt, ++it) {
+        for (int kt = seg.k_begin; kt < seg.k_end; ++kt, ++it) {
           const int s = it % STAGES;
           mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
           uint8_t* st = stages + s * STAGE_BYTES;
@@ -183,11 +222,13 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
         }
       }
     };
-    for (int u = cluster_id; u < num_units; u += num_clusters) {
+    int i = 0;
+    for (stream_k::Segment seg = first_segment<F>(sched, cluster_id, num_k); has_work<F>(seg, num_units);
+         seg = next_segment<F>(sched, seg, ++i, num_clusters)) {
       int um, tn;
-      unit_coords<F::GROUP_M>(u, units_m, tiles_n, um, tn);
+      unit_coords<F::GROUP_M>(seg.unit, units_m, tiles_n, um, tn);
       const int m0 = (um * CM + (int)rank) * BM, n0 = tn * BN;
-      for (int kt = 0; kt < num_k; ++kt, ++it) {
+      for (int kt = seg.k_begin; kt < seg.k_end; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
         __syncwarp();
@@ -196,11 +237,11 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
         wgmma_fence();
 #pragma unroll
         for (int k = 0; k < BK / 16; ++k)
-          wgmma_m64n256k16(d, wgmma_desc(sA + k * 32), wgmma_desc(sB + k * 32), (kt > 0 || k > 0) ? 1 : 0);
+          wgmma_m64n256k16(d, wgmma_desc(sA + k * 32), wgmma_desc(sB + k * 32), (kt > seg.k_begin || k > 0) ? 1 : 0);
         wgmma_commit();
         if constexpr (F::PIPE_MMAS == 1) {
           wgmma_wait<1>();  // the previous batch is done: release its stage while this one runs
-          if (kt > 0) release((it - 1) % STAGES);
+          if (kt > seg.k_begin) release((it - 1) % STAGES);
         } else {
           wgmma_wait<0>();
           release(s);
@@ -209,6 +250,24 @@ __global__ void __launch_bounds__(F::THREADS, 1) kernel(const __grid_constant__ 
       if constexpr (F::PIPE_MMAS == 1) {
         wgmma_wait<0>();
         release((it - 1) % STAGES);
+      }
+      if constexpr (F::STREAM_K) {
+        if (seg.k_begin > 0) {  // the rest of this unit is another cluster's: hand the partial sums over
+          const int mine = (cluster_index() * CM + (int)rank) * F::CONSUMERS + cw;
+          stream_k::store_partial(d, ws.partials + (size_t)mine * stream_k::SLOT_FLOATS, tid);
+          named_barrier_sync(1 + cw, 128);
+          if (tid == 0) stream_k::publish(ws.flags + mine);
+          continue;
+        }
+        if (seg.k_end < num_k) {  // this cluster stores the unit: add the later k-iterations' partial sums
+          const int last = sched.last_contributor(seg);
+          for (int c = cluster_index() + 1; c <= last; ++c) {
+            const int theirs = (c * CM + (int)rank) * F::CONSUMERS + cw;  // the same rows of the unit
+            if (tid == 0) stream_k::take(ws.flags + theirs);
+            named_barrier_sync(1 + cw, 128);
+            stream_k::add_partial(d, ws.partials + (size_t)theirs * stream_k::SLOT_FLOATS, tid);
+          }
+        }
       }
 
       const int row0 = m0 + 64 * cw;
@@ -292,7 +351,8 @@ int resident_ctas() {
 }
 
 // Host side: tensor maps, grid size, (cluster) launch. grid_ctas > 0 overrides the resident-CTA count
-// (for the probe sweep); the grid never exceeds the number of tile units.
+// (for the probe sweep); the grid never exceeds the number of tile units, and with STREAM_K never the
+// resident clusters either.
 template <class F>
 int launch(const void* A, const void* B, void* C, int M, int N, int K, void* stream, int grid_ctas = 0) {
   constexpr int CM = F::CLUSTER_M;
@@ -310,10 +370,22 @@ int launch(const void* A, const void* B, void* C, int M, int N, int K, void* str
   const int units = ceil_div(ceil_div(M, F::BM), CM) * ceil_div(N, BN);
   int clusters = min(ctas / CM, units);
   if (F::WHOLE_ROUNDS && grid_ctas == 0) clusters = ceil_div(units, ceil_div(units, clusters));
+  stream_k::Schedule sched{};  // both unused without STREAM_K
+  stream_k::Workspace ws = {};
+  if constexpr (F::STREAM_K) {
+    // An owner spins until clusters with higher indices have published their partial sums, so they must all
+    // be resident at the same time: a larger override is cut back. Slots for one CTA per SM cover the grid.
+    clusters = min(clusters, resident_ctas<F>() / CM);
+    if (clusters < 1) return (int)cudaErrorLaunchOutOfResources;
+    e = stream_k::device_workspace(&ws, F::CONSUMERS);
+    if (e) return e;
+    // Computed here, read by the kernel from its parameters: no registers held through the mainloop.
+    sched = stream_k::Schedule(units, ceil_div(K, BK), clusters);
+  }
   const int grid = clusters * CM;
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = launch_config<F>(grid, F::SMEM, static_cast<cudaStream_t>(stream), attr);
-  return (int)cudaLaunchKernelEx(&cfg, kernel<F>, tA, tB, tC, static_cast<bf16*>(C), M, N, K);
+  return (int)cudaLaunchKernelEx(&cfg, kernel<F>, tA, tB, tC, static_cast<bf16*>(C), M, N, K, sched, ws);
 }
 
 }  // namespace bf16ladder::persistent
