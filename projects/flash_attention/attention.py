@@ -14,6 +14,9 @@ Backends (the forward kernel; the backward is always the Triton one, kernels/bwd
     "gluon"          kernels/gluon_fwd.py: warp-specialised (TMA producer warp, two ping-ponging wgmma consumer
                      warpgroups), Hopper and triton 3.6 only; Sq == Sk and H == Hkv (no GQA/MQA yet).
     "gluon_overlap"  the same with FlashAttention-3's intra-warpgroup overlap of softmax and the next GEMM.
+    "gluon_lean"     "gluon_overlap" with leaner per-key-block synchronisation: every consumer thread arrives on
+                     the mbarriers for itself (no warpgroup bar.sync before each arrive) and the softmax scale
+                     rides in the exponent's FMA.
 """
 from __future__ import annotations
 
@@ -25,7 +28,9 @@ from .kernels.launch import attn_bwd, attn_fwd
 from .kernels.tuning import SUPPORTED_HEAD_DIMS, interpreting
 
 GPU_DTYPES = (torch.bfloat16, torch.float16)
-BACKENDS = ("triton", "gluon", "gluon_overlap")
+BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean")
+# The Gluon backends' schedules: backend -> gluon_attention_fwd's (overlap, lean); ping-pong is always on.
+GLUON_SCHEDULES = {"gluon": (False, False), "gluon_overlap": (True, False), "gluon_lean": (True, True)}
 INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -95,8 +100,8 @@ def _forward(q, k, v, causal: bool, scale: float, backend: str):
         return attn_fwd(q, k, v, causal, scale)
     from .kernels.gluon_fwd import gluon_attention_fwd
 
-    o, lse = gluon_attention_fwd(q, k, v, causal=causal, scale=scale, pingpong=True,
-                                 overlap=backend == "gluon_overlap")
+    overlap, lean = GLUON_SCHEDULES[backend]
+    o, lse = gluon_attention_fwd(q, k, v, causal=causal, scale=scale, pingpong=True, overlap=overlap, lean=lean)
     return o, lse.view(-1, q.shape[2])  # [B·H, S], the layout the Triton backward reads
 
 

@@ -22,8 +22,8 @@ STAGES = (
     # The forward's length and head-dim sweep, our candidates only (every baseline runs anyway): the full
     # bench's forward configs without its backward.
     bench(P, "sweep_fwd", "--bench", "attention_fwd", "--variant", "triton_fa", "--variant", "gluon_fa",
-          "--variant", "gluon_fa_overlap", "--variant", "sdpa_cudnn", "--variant", "fa4", "--timeout", "90",
-          limit_s=330, default=False, env=TUNE),
+          "--variant", "gluon_fa_overlap", "--variant", "gluon_fa_lean", "--variant", "sdpa_cudnn", "--variant", "fa4",
+          "--timeout", "90", limit_s=360, default=False, env=TUNE),
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
     Stage("ncu", ("ncu", "--clock-control", "none", "--kernel-name",
                   "regex:_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", "--launch-count", "3",
@@ -32,14 +32,14 @@ STAGES = (
                   "{python}", "-m", "gpufolio_projects.flash_attention.lab.profile", "--S", "4096", "--D", "128",
                   "--bwd", "--reps", "1"),
           40, "ncu on the forward, dK/dV and dQ kernels at the headline shape", needs=("ncu",)),
-    # The Triton forward (the tuner's pick at the headline shape, pinned) and the Gluon forward's two schedules.
+    # The Triton forward (the tuner's pick at the headline shape, pinned) and the Gluon forward's schedules.
     Stage("ncu_gluon", ("ncu", "--clock-control", "none", "--kernel-name", "regex:_attn_fwd_kernel|_attn_fwd_ws_kernel",
-                        "--launch-count", "3", "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis",
+                        "--launch-count", "4", "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis",
                         "--section", "Occupancy", "--section", "LaunchStats", "--section", "WarpStateStats",
                         "--section", "SchedulerStats",
                         "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1",
-                        "--backend", "triton,gluon,gluon_overlap"),
-          60, "ncu on the Triton forward and the Gluon forward's two schedules at the headline shape",
+                        "--backend", "triton,gluon,gluon_overlap,gluon_lean"),
+          80, "ncu on the Triton forward and the Gluon forward's three schedules at the headline shape",
           default=False, needs=("ncu",), env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
@@ -47,6 +47,8 @@ STAGES = (
     # The lab-only Gluon forward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).
     module("gluon_quick", f"{LAB}.gluon_check", "--quick", limit_s=120, default=False,
            what="the Gluon forward: headline and ragged shapes, ping-pong on"),
-    module("gluon_check", f"{LAB}.gluon_check", limit_s=300, default=False,
-           what="the Gluon forward: every case, ping-pong and overlap on and off"),
+    module("gluon_check", f"{LAB}.gluon_check", limit_s=420, default=False,
+           what="the Gluon forward: every case, ping-pong and overlap on and off, and the lean settings"),
+    module("gluon_lean", f"{LAB}.gluon_check", "--lean", limit_s=200, default=False,
+           what="the Gluon forward's lean synchronisation: every case, in the three lean settings"),
 )

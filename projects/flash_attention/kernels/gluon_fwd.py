@@ -1,7 +1,8 @@
 """A warp-specialised FlashAttention forward for Hopper (sm_90a) in Gluon, the step after the Triton kernels:
 TMA loads into an mbarrier ring, two consumer warpgroups on wgmma, ping-ponging on the tensor cores.
 Reached through ``flash_attention(..., backend="gluon")`` (``"gluon_overlap"`` adds the intra-warpgroup
-overlap); its backward is the Triton one (kernels/bwd.py), fed this kernel's O and LSE.
+overlap, ``"gluon_lean"`` the lean per-key-block synchronisation on top of it); its backward is the Triton one
+(kernels/bwd.py), fed this kernel's O and LSE.
 
 Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, worker_num_warps,
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
@@ -35,16 +36,37 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   P·V are issued together on one turn; S_j is waited out alone (wgmma wait_group 1) and its softmax runs
   while P_{j-1}·V_{j-1} is still in flight, then O is rescaled. Turns: one for the first Q·Kᵀ, one per
   block, one for the last P·V, so the k-th is phase k & 1. Off by default until it has passed on a GPU.
+  In the SASS, though, ptxas moves the wait on P_{j-1}·V_{j-1} up to before the block's first exponential
+  (``lab/gluon_compile``: "exp under P·V"), so the softmax does not yet run under its own P·V.
 - Softmax: online, in base 2 (``qk_scale`` = scale · log2 e), fp32 in registers; P is cast to the input
   dtype and fed to P·V from registers (wgmma's A operand), V from shared memory. Masks (ragged tail keys,
   causal diagonal) are applied only on the blocks that need them.
+- Lean synchronisation (``LEAN``; off by default, and off the kernel compiles to the PTX it had before LEAN
+  existed). Triton 3.6 lowers ``mbarrier.arrive`` from a 4-warp partition as a warpgroup-wide ``bar.sync``
+  and one thread's arrive, and its shared-memory analysis adds a ``bar.sync`` before a wait on a barrier
+  already waited on or arrived on (it counts a wait as a write, and cannot tell two indices of one allocation
+  apart): with ping-pong, 4 ``bar.sync`` per consumer and key block with the overlap, 6 without. LEAN
+  removes all it can:
+  - every consumer arrive is per-thread (``_arrive``: ``cp.async.mbarrier.arrive.noinc``, with no cp.async
+    outstanding an immediate arrive of the executing thread, the only per-thread arrive Gluon 3.6 has), so it
+    needs no ``bar.sync``; the barriers count 128 arrivals per consumer (``k_empty``/``v_empty`` 256, each
+    turn 128, pre-arrived with 128). A slot is released once all four warps have waited out their wgmma, and
+    the turn handed over once all four have issued — what the ``bar.sync`` + one thread guaranteed;
+  - the two turns are two allocations, so a wait on one and an arrive on the other are not a hazard;
+  - the softmax keeps the scores unscaled and puts the scale in the exponent's FMA (z·scale - max, as
+    FlashAttention-3), one FFMA where there were a multiply and a subtract.
+  What is left per key block is one ``bar.sync`` per consumer (the analysis's, before the block's first wait;
+  two without the overlap, the turn being waited on twice), and each consumer's key-block loop is about 55
+  SASS instructions shorter (653 to 597 at D = 128 with the overlap; ``lab/gluon_compile`` counts both).
+  ``lab/gluon_protocol`` plays the protocol, both release styles, under random schedules.
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
   head's rows, or on TMA's zero fill, and dropped); LSE as fp32 [B, H, S] in log2 units (m + log2 l), the
   Triton forward's convention, which its backward reads.
 
-Checked: compiles for sm_90a without a GPU (``lab/gluon_compile``: every head dim, causal, ping-pong and overlap
-setting, through ptxas, no spills); on an H200, ``lab/gluon_check`` passed FlashAttention's rule on every case
-(headline, ragged S, D = 64, causal; ping-pong and overlap on and off). The GPU tests in tests/test_gluon.py.
+Checked: compiles for sm_90a without a GPU (``lab/gluon_compile``: every head dim, causal, ping-pong, overlap and
+lean setting, through ptxas, no spills); on an H200, ``lab/gluon_check`` passed FlashAttention's rule on every case
+(headline, ragged S, D = 64, causal; ping-pong and overlap on and off) before LEAN existed; it now runs LEAN's
+cases too, not yet on a GPU. The GPU tests in tests/test_gluon.py.
 
 Not done: a TMA store of O, persistence, GQA, Sq != Sk, fp8.
 """
@@ -56,6 +78,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia import hopper
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 LOG2E = math.log2(math.e)
@@ -64,6 +87,7 @@ BLOCK_M = 64  # query rows per consumer warpgroup; a CTA covers 2 × BLOCK_M
 BLOCK_N = 128  # keys per step
 STAGES = {64: 3, 128: 2}  # K/V ring depth per head dim (shared-memory budget above)
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
+CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals per consumer
 
 
 @gluon.jit
@@ -89,9 +113,13 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_
 
 @gluon.jit
 def _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
-                   s_layout: gl.constexpr):
-    """Q·K_jᵀ in base-2 units, -inf where a key is past S or (causal) after the row."""
-    z = qk * qk_scale
+                   s_layout: gl.constexpr, LEAN: gl.constexpr):
+    """Q·K_jᵀ in base-2 units (LEAN: unscaled, ``_online_softmax`` scales), -inf where a key is past S or
+    (causal) after the row."""
+    if LEAN:
+        z = qk
+    else:
+        z = qk * qk_scale
     start_n = j * BLOCK_N
     # Only the ragged last block and, causally, the blocks reaching past this consumer's first row mask.
     if (start_n + BLOCK_N > seqlen) or (CAUSAL and start_n + BLOCK_N > row0 + 1):
@@ -104,51 +132,70 @@ def _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N: gl.constexpr, C
 
 
 @gluon.jit
-def _online_softmax(z, m_i, l_i):
-    """(P, new running max, new running sum, alpha = the factor that rescales what came before)."""
-    m_new = gl.maximum(m_i, gl.max(z, 1))
-    alpha = gl.exp2(m_i - m_new)
-    p = gl.exp2(z - m_new[:, None])
+def _online_softmax(z, m_i, l_i, qk_scale, LEAN: gl.constexpr):
+    """(P, new running max, new running sum, alpha = the factor that rescales what came before); the max is
+    in base-2 units. LEAN: ``z`` is unscaled, so the scale rides in the exponent's FMA (z·scale - max, as
+    FlashAttention-3 does) instead of a multiply of its own; the max of z, then scaled, is the same max."""
+    if LEAN:
+        m_new = gl.maximum(m_i, gl.max(z, 1) * qk_scale)
+        alpha = gl.exp2(m_i - m_new)
+        p = gl.exp2(z * qk_scale - m_new[:, None])
+    else:
+        m_new = gl.maximum(m_i, gl.max(z, 1))
+        alpha = gl.exp2(m_i - m_new)
+        p = gl.exp2(z - m_new[:, None])
     return p, m_new, l_i * alpha + gl.sum(p, 1), alpha
 
 
 @gluon.jit
-def _mma_on_turn(a, b, acc, use_acc: gl.constexpr, ready, empty, turn, j, HALF: gl.constexpr,
-                 STAGES: gl.constexpr, PINGPONG: gl.constexpr, turn_phase):
+def _arrive(bar, LEAN: gl.constexpr):
+    """This consumer warpgroup's arrive. Default: ``mbarrier.arrive``, one thread's arrive, which triton 3.6
+    lowers behind a warpgroup-wide ``bar.sync``. LEAN: each of the 128 threads arrives for itself, with no
+    ``bar.sync`` — ``cp.async.mbarrier.arrive.noinc`` with no cp.async outstanding, Gluon 3.6's only per-thread
+    arrive — so the barrier counts 128 per warpgroup and completes once every warp has got here."""
+    if LEAN:
+        async_copy.mbarrier_arrive(bar, increment_count=False)
+    else:
+        mbarrier.arrive(bar)
+
+
+@gluon.jit
+def _mma_on_turn(a, b, acc, use_acc: gl.constexpr, ready, empty, my_turn, other_turn, j, STAGES: gl.constexpr,
+                 PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase):
     """acc (+)= a·b for block j: wait for the block's slot, take this consumer's turn, issue, hand the turn over,
     wait the MMA out, release the slot. ``b`` is the slot's view (K_jᵀ or V_j)."""
     mbarrier.wait(ready.index(j % STAGES), (j // STAGES) & 1)
     if PINGPONG:
-        mbarrier.wait(turn.index(HALF), turn_phase)
+        mbarrier.wait(my_turn, turn_phase)
     acc = hopper.warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
     if PINGPONG:
-        mbarrier.arrive(turn.index(1 - HALF))
+        _arrive(other_turn, LEAN)
     acc = hopper.warpgroup_mma_wait(0, deps=[acc, a, b])[0]
-    mbarrier.arrive(empty.index(j % STAGES))
+    _arrive(empty.index(j % STAGES), LEAN)
     return acc
 
 
 @gluon.jit
-def _qk(q, k_smem, k_ready, k_empty, turn, j, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-        STAGES: gl.constexpr, PINGPONG: gl.constexpr, turn_phase, s_layout: gl.constexpr):
+def _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, j, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+        STAGES: gl.constexpr, PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase, s_layout: gl.constexpr):
     """S = Q·K_jᵀ on its own turn, waited out; releases K_j's slot."""
     return _mma_on_turn(q, k_smem.index(j % STAGES).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                        False, k_ready, k_empty, turn, j, HALF, STAGES, PINGPONG, turn_phase)
+                        False, k_ready, k_empty, my_turn, other_turn, j, STAGES, PINGPONG, LEAN, turn_phase)
 
 
 @gluon.jit
-def _pv(p_op, acc, v_smem, v_ready, v_empty, turn, j, HALF: gl.constexpr, STAGES: gl.constexpr,
-        PINGPONG: gl.constexpr, turn_phase):
+def _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+        LEAN: gl.constexpr, turn_phase):
     """O += P_j·V_j on its own turn, waited out; releases V_j's slot."""
-    return _mma_on_turn(p_op, v_smem.index(j % STAGES), acc, True, v_ready, v_empty, turn, j, HALF, STAGES,
-                        PINGPONG, turn_phase)
+    return _mma_on_turn(p_op, v_smem.index(j % STAGES), acc, True, v_ready, v_empty, my_turn, other_turn, j,
+                        STAGES, PINGPONG, LEAN, turn_phase)
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr, seqlen,
-              qk_scale, n_blocks, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, o_ptr,
+              lse_ptr, seqlen, qk_scale, n_blocks, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
               HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
-              OVERLAP: gl.constexpr):
+              OVERLAP: gl.constexpr, LEAN: gl.constexpr):
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -165,15 +212,19 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
     l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     q = q_smem.index(HALF)
+    if not LEAN:  # one [2, 1] allocation of both turns, passed as both
+        my_turn = my_turn.index(HALF)
+        other_turn = other_turn.index(1 - HALF)
     mbarrier.wait(q_bar, 0)
 
     if OVERLAP:
         # Block j's Q·K_jᵀ and block j-1's P·V go out on one turn; S_j is waited out alone (wait_group 1)
         # and its softmax runs while P_{j-1}·V_{j-1} is still on the tensor cores. One turn per block, plus
         # one for the first Q·Kᵀ and one for the last P·V: the k-th turn is phase k & 1.
-        qk = _qk(q, k_smem, k_ready, k_empty, turn, 0, HALF, BLOCK_M, BLOCK_N, STAGES, PINGPONG, 0, s_layout)
-        z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout)
-        p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i)
+        qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, 0, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN, 0,
+                 s_layout)
+        z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
+        p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
         for j in range(1, n_blocks):
             s = j % STAGES
@@ -183,30 +234,32 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
             mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
             mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
             if PINGPONG:
-                mbarrier.wait(turn.index(HALF), j & 1)
+                mbarrier.wait(my_turn, j & 1)
             qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
                                       is_async=True)
             acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
             if PINGPONG:
-                mbarrier.arrive(turn.index(1 - HALF))
+                _arrive(other_turn, LEAN)
             qk = hopper.warpgroup_mma_wait(1, deps=[qk, q, k_t])[0]
-            mbarrier.arrive(k_empty.index(s))
-            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout)
-            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i)
+            _arrive(k_empty.index(s), LEAN)
+            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
+            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
             acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
-            mbarrier.arrive(v_empty.index(prev))
+            _arrive(v_empty.index(prev), LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
-        acc = _pv(p_op, acc, v_smem, v_ready, v_empty, turn, n_blocks - 1, HALF, STAGES, PINGPONG, n_blocks & 1)
+        acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, n_blocks - 1, STAGES, PINGPONG, LEAN,
+                  n_blocks & 1)
     else:
         # Two turns per block, Q·Kᵀ then P·V: phase 0 then phase 1.
         for j in range(n_blocks):
-            qk = _qk(q, k_smem, k_ready, k_empty, turn, j, HALF, BLOCK_M, BLOCK_N, STAGES, PINGPONG, 0, s_layout)
-            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout)
-            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i)
+            qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, j, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN,
+                     0, s_layout)
+            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
+            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
-            acc = _pv(p_op, acc, v_smem, v_ready, v_empty, turn, j, HALF, STAGES, PINGPONG, 1)
+            acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES, PINGPONG, LEAN, 1)
 
     # Epilogue: rows at or past S belong to no query of this head and are dropped.
     o = acc / gl.convert_layout(l_i, o_rows)[:, None]
@@ -222,8 +275,8 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
 @gluon.jit
 def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, HEAD_DIM: gl.constexpr,
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                        CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr):
+                        CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr,
+                        CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -234,17 +287,33 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    if LEAN:
+        # Two allocations, not two indices of one: triton 3.6's shared-memory hazard analysis (membar) cannot tell
+        # indices of one allocation apart, and puts a bar.sync between the wait on one turn and the arrive on the
+        # other.
+        turn_0 = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
+        turn_1 = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
+    else:
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        turn_0 = turn  # both consumers get the pair and index it
+        turn_1 = turn
+    arrivals: gl.constexpr = CONSUMER_THREADS if LEAN else 1  # per consumer and release (or hand-over)
     mbarrier.init(q_bar, count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
-        mbarrier.init(v_empty.index(i), count=2)
-    for i in gl.static_range(2):
-        mbarrier.init(turn.index(i), count=1)
-    if PINGPONG:
-        mbarrier.arrive(turn.index(0))  # consumer 0 takes the tensor cores first
+        mbarrier.init(k_empty.index(i), count=2 * arrivals)
+        mbarrier.init(v_empty.index(i), count=2 * arrivals)
+    if LEAN:
+        mbarrier.init(turn_0, count=arrivals)
+        mbarrier.init(turn_1, count=arrivals)
+        if PINGPONG:
+            mbarrier.arrive(turn_0, count=arrivals)  # consumer 0 takes the tensor cores first
+    else:
+        for i in gl.static_range(2):
+            mbarrier.init(turn.index(i), count=1)
+        if PINGPONG:
+            mbarrier.arrive(turn.index(0))  # consumer 0 takes the tensor cores first
     hopper.fence_async_shared()
 
     # Key blocks for this CTA: all of them, or causally up to its last query row (Sq == Sk here).
@@ -256,22 +325,24 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
 
     # Each partition's tuple is spelled out: built by concatenating tuples, its constexprs arrived as tensors.
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
-                     seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),
-        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
-                     seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1, o_ptr,
+                     lse_ptr, seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
+                     OVERLAP, LEAN)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0, o_ptr,
+                     lse_ptr, seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
+                     OVERLAP, LEAN)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
                      seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
-def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = False) -> dict:
+def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = False, lean: bool = False) -> dict:
     """The kernel's constexprs and launch options for a head dim (shared by the launcher and compile checks)."""
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon forward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                PINGPONG=pingpong, OVERLAP=overlap, CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
-                num_warps=4)
+                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, CONSUMER_REGS=CONSUMER_REGS,
+                PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int):
@@ -304,7 +375,7 @@ def _check_inputs(q, k, v) -> None:
 
 
 def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True,
-                        overlap: bool = False):
+                        overlap: bool = False, lean: bool = False):
     """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 in log2 units) for contiguous bf16/fp16 q, k, v of one
     [B, H, S, D] shape on a Hopper GPU, D in (64, 128), with triton 3.6."""
     import torch
@@ -315,7 +386,7 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     if why:
         raise RuntimeError(why)
     B, H, S, D = q.shape
-    args = kernel_args(D, causal, pingpong, overlap)
+    args = kernel_args(D, causal, pingpong, overlap, lean)
     scale = D ** -0.5 if scale is None else scale
     q_layout, kv_layout = smem_layouts(16, D)
     # [B·H·S, D] views: a tile that runs past one head's S reads the next head's rows (or TMA's zero fill at

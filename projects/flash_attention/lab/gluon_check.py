@@ -2,10 +2,12 @@
 
 The rule is the bench's check: error against the fp32 reference at most 2× PyTorch's same-dtype error plus
 the bench's slack. Cases: the headline shape, a ragged S (not a multiple of either tile), D = 64, causal,
-each with ping-pong on and off and the intra-warpgroup overlap off and on. Prints PASS/FAIL per case as it
-goes, so a hang under ``timeout`` still leaves the earlier lines; exits 1 if any case fails.
+each with ping-pong on and off and the intra-warpgroup overlap off and on, then the lean synchronisation
+(per-thread mbarrier arrives, the scale in the exponent's FMA) with each of those but ping-pong and overlap
+both off. Prints PASS/FAIL per case as it goes, so a hang under ``timeout`` still leaves the earlier lines;
+exits 1 if any case fails.
 
-    timeout 600 python -m gpufolio_projects.flash_attention.lab.gluon_check [--quick]
+    timeout 600 python -m gpufolio_projects.flash_attention.lab.gluon_check [--quick | --lean]
 
 It times nothing: timing belongs to the harness (a bench variant is the next step once this passes).
 Needs a Hopper GPU and triton 3.6, the Gluon API the kernel is written against.
@@ -26,7 +28,8 @@ CASES = [
 ]
 
 
-def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, overlap: bool) -> bool:
+def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, overlap: bool,
+               lean: bool = False) -> bool:
     import torch
     from gpufolio.api import FlashRule
     from gpufolio.check import compare_flash_rule
@@ -37,7 +40,7 @@ def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, ove
 
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
-    out, _ = gluon_attention_fwd(q, k, v, causal=causal, pingpong=pingpong, overlap=overlap)
+    out, _ = gluon_attention_fwd(q, k, v, causal=causal, pingpong=pingpong, overlap=overlap, lean=lean)
     torch.cuda.synchronize()
     ref = reference_attention(q, k, v, causal)
     lowp = reference_attention(q, k, v, causal, compute_dtype=q.dtype)
@@ -47,8 +50,7 @@ def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, ove
     detail = (f"max err {checks[0]['max_abs_err']:.3e} vs bound {checks[0]['bound']:.3e} "
               f"(same-dtype err {checks[0]['lowp_max_abs_err']:.3e})" if checks else str(result["detail"]))
     print(f"{'PASS' if ok else 'FAIL'} B,H,S,D={B},{H},{S},{D} causal={causal} pingpong={pingpong} "
-          f"overlap={overlap}: {detail}",
-          flush=True)
+          f"overlap={overlap}{' lean=True' if lean else ''}: {detail}", flush=True)
     return ok
 
 
@@ -56,16 +58,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="the headline shape and the ragged one, ping-pong on, overlap off")
+    ap.add_argument("--lean", action="store_true", help="the lean settings only")
     a = ap.parse_args()
-    settings = [(True, False)] if a.quick else [(True, False), (False, False), (True, True), (False, True)]
+    # (pingpong, overlap, lean): today's four schedules, then lean with the three that hand over turns or overlap
+    settings = [(True, False, False), (False, False, False), (True, True, False), (False, True, False),
+                (True, True, True), (False, True, True), (True, False, True)]
+    if a.quick:
+        settings = [(True, False, False)]
+    elif a.lean:
+        settings = [st for st in settings if st[2]]
     cases = [(c, *st) for st in settings for c in (CASES[:2] if a.quick else CASES)]
     failed = 0
-    for case, pingpong, overlap in cases:
+    for case, pingpong, overlap, lean in cases:
         try:
-            failed += not check_case(*case, pingpong=pingpong, overlap=overlap)
+            failed += not check_case(*case, pingpong=pingpong, overlap=overlap, lean=lean)
         except Exception as exc:  # noqa: BLE001 - a compile or launch error is this case's FAIL; go on
-            print(f"FAIL B,H,S,D,causal={case} pingpong={pingpong} overlap={overlap}: {type(exc).__name__}: "
-                  f"{str(exc)[:400]}", flush=True)
+            print(f"FAIL B,H,S,D,causal={case} pingpong={pingpong} overlap={overlap} lean={lean}: "
+                  f"{type(exc).__name__}: {str(exc)[:400]}", flush=True)
             failed += 1
     print(f"{'PASS' if not failed else 'FAIL'}: {len(cases) - failed}/{len(cases)} cases pass", flush=True)
     sys.exit(1 if failed else 0)

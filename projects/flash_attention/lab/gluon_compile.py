@@ -1,26 +1,34 @@
 """Compiles the Gluon forward (``gluon_fwd``) for sm_90a without a GPU and prints what its PTX holds.
 
 Catches Gluon API, layout and register-split errors before GPU time is spent: per head dim, causal flag,
-ping-pong and overlap setting it runs the full pipeline (Gluon -> TTGIR -> LLVM -> PTX -> cubin through ptxas) and counts
-the instructions that show the design landed: ``setmaxnreg`` (the register split), ``wgmma``, TMA bulk
-copies and mbarrier waits/arrives. Needs triton 3.6 (the API the kernel is written against), no torch:
+ping-pong, overlap and lean setting it runs the full pipeline (Gluon -> TTGIR -> LLVM -> PTX -> cubin through
+ptxas) and counts the instructions that show the design landed: ``setmaxnreg`` (the register split), ``wgmma``,
+TMA bulk copies and mbarrier waits/arrives in the whole kernel; then, in the SASS (nvdisasm), each consumer's
+key-block loop — what every key block pays: its static instruction count (both sides of the mask branch),
+warpgroup ``BAR.SYNC``, mbarrier arrives and waits, wgmma. Needs triton 3.6 (the API the kernel is written
+against; its wheel carries ptxas and nvdisasm), no torch:
 
-    python -m gpufolio_projects.flash_attention.lab.gluon_compile   # in a venv with triton==3.6.0
+    python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean]   # in a venv with triton==3.6.0
 """
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
+import subprocess
 import sys
+import tempfile
 
 PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma": r"wgmma\.mma_async\.\S+",
             "tma load": r"cp\.async\.bulk\.tensor\.\S+", "mbarrier wait": r"mbarrier\.try_wait\.\S+",
-            "mbarrier arrive": r"mbarrier\.arrive\.\S+",
-            # warpgroup-wide named barriers (bar.sync id, 128): the compiler puts one before every mbarrier arrive
+            "mbarrier arrive": r"mbarrier\.arrive\.\S+",  # lean's per-thread cp.async.mbarrier.arrive too
+            # warpgroup-wide named barriers (bar.sync id, 128): the compiler puts one before every one-thread
+            # mbarrier arrive, and its shared-memory analysis, which counts a wait as a write to its barrier, one
+            # where a barrier is touched again (once per key-block loop)
             "bar.sync 128": r"\bbar\.sync\s+\d+, 128;"}
 
 
-def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool):
+def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False):
     """The kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -28,7 +36,7 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
 
     from ..kernels import gluon_fwd as g
 
-    args = g.kernel_args(head_dim, causal, pingpong, overlap)
+    args = g.kernel_args(head_dim, causal, pingpong, overlap, lean)
     num_warps = args.pop("num_warps")
     q_layout, kv_layout = g.smem_layouts(16, head_dim)
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
@@ -43,9 +51,6 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
 
 def ptxas_spills(ptx: str) -> str:
     """ptxas's register and spill line for the PTX (the compile itself does not report it without a GPU)."""
-    import subprocess
-    import tempfile
-
     from triton.backends.nvidia.compiler import get_ptxas
 
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
@@ -57,13 +62,85 @@ def ptxas_spills(ptx: str) -> str:
     return found[0] if found else f"ptxas said: {res.stderr.strip()[-200:]}"
 
 
+# SASS opcode families counted in a key-block loop (nvdisasm's spelling on sm_90a).
+SASS_FAMILIES = {"BAR.SYNC": ("BAR.SYNC",), "arrive": ("SYNCS.ARRIVE", "ARRIVES."), "wait": ("SYNCS.PHASECHK",),
+                 "wgmma": ("HGMMA",)}
+_SASS_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+
+
+def sass_of(cubin: bytes) -> str:
+    """The cubin's SASS through nvdisasm (shipped in triton's wheel), code only, branch targets as labels."""
+    from triton import knobs
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([knobs.nvidia.nvdisasm.path, "-c", f.name], capture_output=True, text=True,
+                              check=True).stdout
+
+
+def key_block_loops(sass: str) -> list[dict]:
+    """Each consumer's key-block loop in the SASS, in code order: the innermost loops (backward branches) that
+    issue wgmma, with their static instruction count, the counts of ``SASS_FAMILIES``, and (overlap) how many
+    exponentials (MUFU.EX2) sit between the wait on S_j (``WARPGROUP.DEPBAR.LE gsb0, 0x1``) and the wait on
+    P_{j-1}·V_{j-1} (``... 0x0``), i.e. how much of the softmax runs under its own P·V. The try-wait retry stubs
+    after the last EXIT branch back into the code and are not loops."""
+    instrs, label_addr, pending = [], {}, []
+    for line in sass.splitlines():
+        label = re.match(r"\s*\.(L_x_\d+):", line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        m = _SASS_LINE.search(line)
+        if m:
+            addr = int(m.group(1), 16)
+            label_addr.update({name: addr for name in pending})
+            pending = []
+            instrs.append((addr, m.group(2), m.group(3)))
+    last_exit = max((a for a, op, _ in instrs if op == "EXIT"), default=0)
+    loops = []
+    for addr, op, rest in instrs:
+        target = re.search(r"\.(L_x_\d+)", rest)
+        if op.startswith("BRA") and target and addr < last_exit and label_addr.get(target.group(1), addr + 1) <= addr:
+            body = [(o, r) for a, o, r in instrs if label_addr[target.group(1)] <= a <= addr]
+            if any(o.startswith("HGMMA") for o, _ in body):
+                loops.append((label_addr[target.group(1)], addr, body))
+    inner = [(lo, hi, body) for lo, hi, body in loops
+             if not any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2, _ in loops)]
+    return [{"instructions": len(body), **{name: sum(o.startswith(prefixes) for o, _ in body)
+                                           for name, prefixes in SASS_FAMILIES.items()},
+             "exp under P·V": _exp_between_waits(body)} for _, _, body in sorted(inner)]
+
+
+def _exp_between_waits(body: list[tuple[str, str]]) -> int:
+    """MUFU.EX2 between a ``WARPGROUP.DEPBAR.LE gsb0, 0x1`` and the next ``... 0x0`` (0 without the overlap)."""
+    count, inside = 0, False
+    for op, rest in body:
+        if op.startswith("WARPGROUP.DEPBAR"):
+            inside = rest.strip().endswith("0x1")
+        elif inside and op == "MUFU.EX2":
+            count += 1
+    return count
+
+
+def describe_loops(loops: list[dict]) -> str:
+    """'per key block: 597 instructions, 1 BAR.SYNC, ...' (the consumers' loops, 'a/b' where they differ)."""
+    if not loops:
+        return "per key block: no consumer loop found"
+    return "per key block: " + ", ".join(
+        f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in loops[0])
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lean", action="store_true", help="the lean settings only")
+    a = ap.parse_args()
     failed = 0
-    for head_dim, causal, pingpong, overlap in itertools.product((128, 64), (False, True), (True, False),
-                                                                 (False, True)):
-        label = f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap}"
+    for lean, head_dim, causal, pingpong, overlap in itertools.product(
+            (True,) if a.lean else (False, True), (128, 64), (False, True), (True, False), (False, True)):
+        label = f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
         try:
-            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap)
+            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean)
         except Exception as exc:  # noqa: BLE001 - report each config and go on
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-600:]}", flush=True)
             failed += 1
@@ -74,7 +151,8 @@ def main() -> None:
         regs = sorted({int(x.split()[-1]) for x in counts["setmaxnreg"]})
         print(f"ok {label}: {kernel.metadata.shared} B shared, {kernel.metadata.num_warps} warps, "
               f"setmaxnreg values {regs}, {spills}, " + ", ".join(f"{len(v)} {k}" for k, v in counts.items()
-                                                        if k != "setmaxnreg"), flush=True)
+                                                        if k != "setmaxnreg")
+              + "; " + describe_loops(key_block_loops(sass_of(kernel.asm["cubin"]))), flush=True)
     sys.exit(1 if failed else 0)
 
 

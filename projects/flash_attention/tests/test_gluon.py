@@ -1,12 +1,15 @@
 """The Gluon forward (``kernels/gluon_fwd.py``, ``flash_attention(..., backend="gluon")``): on CPU, that it
-imports without a GPU and refuses what it cannot run with one clear line; on a Hopper GPU with triton 3.6
-(``gpu``), that its output and the Triton backward fed its O and LSE pass FlashAttention's rule on ragged
-shapes. Its full forward check is ``lab/gluon_check``."""
+imports without a GPU and refuses what it cannot run with one clear line, that each Gluon backend and bench
+variant launches its schedule, and that the model of its barrier protocol (``lab/gluon_protocol``) holds for
+both release styles and catches a wrong arrival count; on a Hopper GPU with triton 3.6 (``gpu``), that its
+output and the Triton backward fed its O and LSE pass FlashAttention's rule on ragged shapes. Its full forward
+check is ``lab/gluon_check``."""
 import pytest
 import torch
-from gpufolio_projects.flash_attention import bench
-from gpufolio_projects.flash_attention.attention import BACKENDS, flash_attention
+from gpufolio_projects.flash_attention import attention, bench
+from gpufolio_projects.flash_attention.attention import BACKENDS, GLUON_SCHEDULES, flash_attention
 from gpufolio_projects.flash_attention.kernels import gluon_fwd
+from gpufolio_projects.flash_attention.lab import gluon_protocol
 from gpufolio_projects.flash_attention.tests.helpers import check_flash_rule, make_qkv
 
 
@@ -55,24 +58,62 @@ def test_unknown_backend_is_refused():
 def test_bench_runs_the_gluon_variants_as_candidates_and_skips_them_off_hopper():
     for b in bench.BENCHES:
         gluon = [v for v in b.variants if v.name in bench.GLUON_BACKENDS]
-        assert [v.role for v in gluon] == ["candidate", "candidate"]
-    with pytest.raises(bench.Unsupported, match="Hopper"):
-        bench._attention_fn("gluon_fa", bench.configs("dry")[0], torch.device("cpu"), backward=False)
+        assert [v.name for v in gluon] == list(bench.GLUON_BACKENDS)
+        assert {v.role for v in gluon} == {"candidate"}
+    for variant in bench.GLUON_BACKENDS:
+        with pytest.raises(bench.Unsupported, match="Hopper"):
+            bench._attention_fn(variant, bench.configs("dry")[0], torch.device("cpu"), backward=False)
+
+
+def test_every_gluon_backend_has_a_schedule_and_a_bench_variant():
+    gluon = [b for b in BACKENDS if b != "triton"]
+    assert sorted(GLUON_SCHEDULES) == sorted(gluon) == sorted(bench.GLUON_BACKENDS.values())
+    assert GLUON_SCHEDULES["gluon_lean"] == (True, True)  # the lean synchronisation rides on the overlap
+    assert set(bench.GLUON_LABELS) == set(bench.GLUON_BACKENDS)
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "triton"])
+def test_each_gluon_backend_launches_its_schedule(monkeypatch, backend):
+    seen = {}
+
+    def fake(q, k, v, **kw):
+        seen.update(kw)
+        return q, torch.zeros(q.shape[:3])
+    monkeypatch.setattr(gluon_fwd, "gluon_attention_fwd", fake)
+    q = torch.randn(1, 2, 16, 64)
+    attention._forward(q, q, q, causal=True, scale=0.125, backend=backend)
+    assert (seen["overlap"], seen["lean"]) == GLUON_SCHEDULES[backend]
+    assert seen["pingpong"] and seen["causal"] and seen["scale"] == 0.125
+
+
+def test_lean_is_a_kernel_constexpr_off_by_default():
+    assert gluon_fwd.kernel_args(128, causal=False, pingpong=True, overlap=True)["LEAN"] is False
+    assert gluon_fwd.kernel_args(64, causal=True, pingpong=True, overlap=True, lean=True)["LEAN"] is True
+
+
+def test_the_barrier_protocol_holds_under_random_schedules():
+    # Both release styles, n_blocks 1..4 (causal CTAs run fewer blocks than full ones), ring depths 2 and 3.
+    assert gluon_protocol.check(schedules=8) == []
+
+
+def test_the_protocol_model_catches_a_wrong_arrival_count():
+    caught = gluon_protocol.check(schedules=8, broken=True, lean_only=True)
+    assert any("while block" in f for f in caught) and any("half issued" in f for f in caught)
 
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("overlap,lean", [(False, False), (True, False), (True, True), (False, True)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_ragged_shape_passes_the_flash_rule(causal, overlap):
+def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean):
     q, k, v = make_qkv(2, 3, 3, 333, 333, 128, torch.bfloat16, device="cuda")
-    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap)
+    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap, lean=lean)
     check_flash_rule(out, q, k, v, causal)
 
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("backend", ["gluon", "gluon_overlap"])
+@pytest.mark.parametrize("backend", ["gluon", "gluon_overlap", "gluon_lean"])
 @pytest.mark.parametrize("S,D,causal", [(333, 128, False), (333, 128, True), (517, 64, True)])
 def test_triton_backward_from_the_gluon_forward_passes_the_flash_rule(backend, S, D, causal):
     # The backward reads the forward's LSE: a wrong unit or layout there shows up in dq, dk, dv.
