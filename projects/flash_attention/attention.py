@@ -17,6 +17,9 @@ Backends (the forward kernel; the backward is always the Triton one, kernels/bwd
     "gluon_lean"     "gluon_overlap" with leaner per-key-block synchronisation: every consumer thread arrives on
                      the mbarriers for itself (no warpgroup bar.sync before each arrive) and the softmax scale
                      rides in the exponent's FMA.
+    "gluon_under_pv" "gluon_lean" with the softmax of key block j running while block j-1's P·V is on the
+                     tensor cores (the next turn is taken between the two, which keeps ptxas from hoisting
+                     the wait on P·V above the softmax).
 """
 from __future__ import annotations
 
@@ -28,9 +31,12 @@ from .kernels.launch import attn_bwd, attn_fwd
 from .kernels.tuning import SUPPORTED_HEAD_DIMS, interpreting
 
 GPU_DTYPES = (torch.bfloat16, torch.float16)
-BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean")
-# The Gluon backends' schedules: backend -> gluon_attention_fwd's (overlap, lean); ping-pong is always on.
-GLUON_SCHEDULES = {"gluon": (False, False), "gluon_overlap": (True, False), "gluon_lean": (True, True)}
+BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean", "gluon_under_pv")
+# The Gluon backends' schedules: backend -> gluon_attention_fwd's schedule keywords; ping-pong is always on.
+GLUON_SCHEDULES = {"gluon": dict(overlap=False, lean=False, under_pv=False),
+                   "gluon_overlap": dict(overlap=True, lean=False, under_pv=False),
+                   "gluon_lean": dict(overlap=True, lean=True, under_pv=False),
+                   "gluon_under_pv": dict(overlap=True, lean=True, under_pv=True)}
 INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -100,8 +106,7 @@ def _forward(q, k, v, causal: bool, scale: float, backend: str):
         return attn_fwd(q, k, v, causal, scale)
     from .kernels.gluon_fwd import gluon_attention_fwd
 
-    overlap, lean = GLUON_SCHEDULES[backend]
-    o, lse = gluon_attention_fwd(q, k, v, causal=causal, scale=scale, pingpong=True, overlap=overlap, lean=lean)
+    o, lse = gluon_attention_fwd(q, k, v, causal=causal, scale=scale, pingpong=True, **GLUON_SCHEDULES[backend])
     return o, lse.view(-1, q.shape[2])  # [B·H, S], the layout the Triton backward reads
 
 

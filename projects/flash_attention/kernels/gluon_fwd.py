@@ -1,8 +1,8 @@
 """A warp-specialised FlashAttention forward for Hopper (sm_90a) in Gluon, the step after the Triton kernels:
 TMA loads into an mbarrier ring, two consumer warpgroups on wgmma, ping-ponging on the tensor cores.
 Reached through ``flash_attention(..., backend="gluon")`` (``"gluon_overlap"`` adds the intra-warpgroup
-overlap, ``"gluon_lean"`` the lean per-key-block synchronisation on top of it); its backward is the Triton one
-(kernels/bwd.py), fed this kernel's O and LSE.
+overlap, ``"gluon_lean"`` the lean per-key-block synchronisation on top of it, ``"gluon_under_pv"`` the softmax
+running under P·V on top of that); its backward is the Triton one (kernels/bwd.py), fed this kernel's O and LSE.
 
 Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, worker_num_warps,
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
@@ -37,7 +37,14 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   while P_{j-1}·V_{j-1} is still in flight, then O is rescaled. Turns: one for the first Q·Kᵀ, one per
   block, one for the last P·V, so the k-th is phase k & 1. Off by default until it has passed on a GPU.
   In the SASS, though, ptxas moves the wait on P_{j-1}·V_{j-1} up to before the block's first exponential
-  (``lab/gluon_compile``: "exp under P·V"), so the softmax does not yet run under its own P·V.
+  (``lab/gluon_compile``: "0 exp under P·V"), so with ``OVERLAP`` alone the softmax does not run under its P·V.
+- Softmax under P·V (``UNDER_PV``; needs ``OVERLAP`` and ``PINGPONG``): ptxas hoists a wgmma wait to the top of
+  its basic block, and nothing but the wait's latency, which it does not model, argues against it. So the
+  consumer takes its next turn (an mbarrier try-wait loop, hence a block boundary) between the softmax and the
+  wait on P·V; all 64 exponentials of a block per thread then sit between the waits on S_j and on P_{j-1}·V_{j-1}
+  in the SASS. Taking the turn that early changes nothing the other consumer sees (it cannot issue again until
+  this one has), and ``lab/gluon_protocol`` plays it. Keeping P·V in flight across the loop's back edge instead
+  (its wait at the top of the next block) made ptxas serialise every wgmma ("insufficient register resources").
 - Softmax: online, in base 2 (``qk_scale`` = scale · log2 e), fp32 in registers; P is cast to the input
   dtype and fed to P·V from registers (wgmma's A operand), V from shared memory. Masks (ragged tail keys,
   causal diagonal) are applied only on the blocks that need them.
@@ -64,9 +71,10 @@ Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B
   Triton forward's convention, which its backward reads.
 
 Checked: compiles for sm_90a without a GPU (``lab/gluon_compile``: every head dim, causal, ping-pong, overlap and
-lean setting, through ptxas, no spills); on an H200, ``lab/gluon_check`` passed FlashAttention's rule on every case
-(headline, ragged S, D = 64, causal; ping-pong and overlap on and off) before LEAN existed; it now runs LEAN's
-cases too, not yet on a GPU. The GPU tests in tests/test_gluon.py.
+lean and under-P·V setting, through ptxas, no spills, no serialised wgmma); on an H200, ``lab/gluon_check``
+passed FlashAttention's rule on every case (headline, ragged S, D = 64, causal) for ping-pong and overlap on and
+off, and for the lean settings; its ``--under-pv`` cases are the under-P·V schedule's. The GPU tests in
+tests/test_gluon.py.
 
 Not done: a TMA store of O, persistence, GQA, Sq != Sk, fp8.
 """
@@ -161,11 +169,11 @@ def _arrive(bar, LEAN: gl.constexpr):
 
 @gluon.jit
 def _mma_on_turn(a, b, acc, use_acc: gl.constexpr, ready, empty, my_turn, other_turn, j, STAGES: gl.constexpr,
-                 PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase):
-    """acc (+)= a·b for block j: wait for the block's slot, take this consumer's turn, issue, hand the turn over,
-    wait the MMA out, release the slot. ``b`` is the slot's view (K_jᵀ or V_j)."""
+                 PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase, TAKE_TURN: gl.constexpr = True):
+    """acc (+)= a·b for block j: wait for the block's slot, take this consumer's turn (unless already taken),
+    issue, hand the turn over, wait the MMA out, release the slot. ``b`` is the slot's view (K_jᵀ or V_j)."""
     mbarrier.wait(ready.index(j % STAGES), (j // STAGES) & 1)
-    if PINGPONG:
+    if PINGPONG and TAKE_TURN:
         mbarrier.wait(my_turn, turn_phase)
     acc = hopper.warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
     if PINGPONG:
@@ -185,17 +193,17 @@ def _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, j, BLOCK_M: gl.constex
 
 @gluon.jit
 def _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-        LEAN: gl.constexpr, turn_phase):
+        LEAN: gl.constexpr, turn_phase, TAKE_TURN: gl.constexpr = True):
     """O += P_j·V_j on its own turn, waited out; releases V_j's slot."""
     return _mma_on_turn(p_op, v_smem.index(j % STAGES), acc, True, v_ready, v_empty, my_turn, other_turn, j,
-                        STAGES, PINGPONG, LEAN, turn_phase)
+                        STAGES, PINGPONG, LEAN, turn_phase, TAKE_TURN)
 
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, o_ptr,
               lse_ptr, seqlen, qk_scale, n_blocks, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
               HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
-              OVERLAP: gl.constexpr, LEAN: gl.constexpr):
+              OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr):
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -221,11 +229,17 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
         # Block j's Q·K_jᵀ and block j-1's P·V go out on one turn; S_j is waited out alone (wait_group 1)
         # and its softmax runs while P_{j-1}·V_{j-1} is still on the tensor cores. One turn per block, plus
         # one for the first Q·Kᵀ and one for the last P·V: the k-th turn is phase k & 1.
+        # UNDER_PV takes each turn early, between the previous block's softmax and its wait on P·V: ptxas hoists
+        # a wgmma wait to the top of its basic block, and the turn's try-wait loop is a block boundary that keeps
+        # the wait on P_{j-1}·V_{j-1} below the softmax of S_j. (Keeping P·V in flight across the back edge, its
+        # wait at the top of the next block, made ptxas serialise every wgmma instead.)
         qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, 0, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN, 0,
                  s_layout)
         z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
         p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
+        if UNDER_PV:
+            mbarrier.wait(my_turn, 1)
         for j in range(1, n_blocks):
             s = j % STAGES
             prev = (j - 1) % STAGES
@@ -233,7 +247,7 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
             v = v_smem.index(prev)
             mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
             mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
-            if PINGPONG:
+            if PINGPONG and not UNDER_PV:
                 mbarrier.wait(my_turn, j & 1)
             qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
                                       is_async=True)
@@ -244,12 +258,15 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
             _arrive(k_empty.index(s), LEAN)
             z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
             p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
+            if UNDER_PV:
+                mbarrier.wait(my_turn, (j + 1) & 1)
             acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
             _arrive(v_empty.index(prev), LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
+        # The last P·V, on the last turn (phase n_blocks & 1; UNDER_PV has taken it already).
         acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, n_blocks - 1, STAGES, PINGPONG, LEAN,
-                  n_blocks & 1)
+                  n_blocks & 1, TAKE_TURN=not UNDER_PV)
     else:
         # Two turns per block, Q·Kᵀ then P·V: phase 0 then phase 1.
         for j in range(n_blocks):
@@ -276,7 +293,7 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
 def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, HEAD_DIM: gl.constexpr,
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr,
-                        CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                        UNDER_PV: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -327,21 +344,25 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1, o_ptr,
                      lse_ptr, seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
-                     OVERLAP, LEAN)),
+                     OVERLAP, LEAN, UNDER_PV)),
         (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0, o_ptr,
                      lse_ptr, seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
-                     OVERLAP, LEAN)),
+                     OVERLAP, LEAN, UNDER_PV)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
                      seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
-def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = False, lean: bool = False) -> dict:
+def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = False, lean: bool = False,
+                under_pv: bool = False) -> dict:
     """The kernel's constexprs and launch options for a head dim (shared by the launcher and compile checks)."""
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon forward takes {sorted(STAGES)}")
+    if under_pv and not (overlap and pingpong):
+        raise ValueError("under_pv runs the softmax under the overlap's P·V and keeps its wait late with the "
+                         "ping-pong turn: it needs overlap=True and pingpong=True")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, CONSUMER_REGS=CONSUMER_REGS,
+                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, UNDER_PV=under_pv, CONSUMER_REGS=CONSUMER_REGS,
                 PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
 
 
@@ -375,7 +396,7 @@ def _check_inputs(q, k, v) -> None:
 
 
 def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True,
-                        overlap: bool = False, lean: bool = False):
+                        overlap: bool = False, lean: bool = False, under_pv: bool = False):
     """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 in log2 units) for contiguous bf16/fp16 q, k, v of one
     [B, H, S, D] shape on a Hopper GPU, D in (64, 128), with triton 3.6."""
     import torch
@@ -386,7 +407,7 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     if why:
         raise RuntimeError(why)
     B, H, S, D = q.shape
-    args = kernel_args(D, causal, pingpong, overlap, lean)
+    args = kernel_args(D, causal, pingpong, overlap, lean, under_pv)
     scale = D ** -0.5 if scale is None else scale
     q_layout, kv_layout = smem_layouts(16, D)
     # [B·H·S, D] views: a tile that runs past one head's S reads the next head's rows (or TMA's zero fill at

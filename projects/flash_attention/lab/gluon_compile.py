@@ -1,11 +1,12 @@
 """Compiles the Gluon forward (``gluon_fwd``) for sm_90a without a GPU and prints what its PTX holds.
 
 Catches Gluon API, layout and register-split errors before GPU time is spent: per head dim, causal flag,
-ping-pong, overlap and lean setting it runs the full pipeline (Gluon -> TTGIR -> LLVM -> PTX -> cubin through
-ptxas) and counts the instructions that show the design landed: ``setmaxnreg`` (the register split), ``wgmma``,
-TMA bulk copies and mbarrier waits/arrives in the whole kernel; then, in the SASS (nvdisasm), each consumer's
-key-block loop — what every key block pays: its static instruction count (both sides of the mask branch),
-warpgroup ``BAR.SYNC``, mbarrier arrives and waits, wgmma. Needs triton 3.6 (the API the kernel is written
+ping-pong, overlap, lean and softmax-under-P·V setting it runs the full pipeline (Gluon -> TTGIR -> LLVM -> PTX
+-> cubin through ptxas) and counts the instructions that show the design landed: ``setmaxnreg`` (the register
+split), ``wgmma``, TMA bulk copies and mbarrier waits/arrives in the whole kernel, and fails a setting whose
+wgmmas ptxas serialised; then, in the SASS (nvdisasm), each consumer's key-block loop — what every key block
+pays: its static instruction count (both sides of the mask branch), warpgroup ``BAR.SYNC``, mbarrier arrives
+and waits, wgmma, and how many exponentials run under P·V. Needs triton 3.6 (the API the kernel is written
 against; its wheel carries ptxas and nvdisasm), no torch:
 
     python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean]   # in a venv with triton==3.6.0
@@ -28,7 +29,8 @@ PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma":
             "bar.sync 128": r"\bbar\.sync\s+\d+, 128;"}
 
 
-def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False):
+def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False,
+                       under_pv: bool = False):
     """The kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -36,7 +38,7 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
 
     from ..kernels import gluon_fwd as g
 
-    args = g.kernel_args(head_dim, causal, pingpong, overlap, lean)
+    args = g.kernel_args(head_dim, causal, pingpong, overlap, lean, under_pv)
     num_warps = args.pop("num_warps")
     q_layout, kv_layout = g.smem_layouts(16, head_dim)
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
@@ -50,7 +52,9 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
 
 
 def ptxas_spills(ptx: str) -> str:
-    """ptxas's register and spill line for the PTX (the compile itself does not report it without a GPU)."""
+    """ptxas's spill line for the PTX (the compile itself does not report it without a GPU), and its warning,
+    if any, that it serialised the wgmmas (it then waits out every wgmma as it issues it, which undoes the
+    kernel's pipelining without changing its result)."""
     from triton.backends.nvidia.compiler import get_ptxas
 
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
@@ -59,7 +63,10 @@ def ptxas_spills(ptx: str) -> str:
         res = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", f.name, "-o", "/dev/null"],
                              capture_output=True, text=True)
     found = re.findall(r"\d+ bytes spill stores, \d+ bytes spill loads", res.stderr)
-    return found[0] if found else f"ptxas said: {res.stderr.strip()[-200:]}"
+    serialised = re.findall(r"wgmma.mma_async instructions are serialized due to ([^\n]*?) for the function",
+                            res.stderr)
+    line = found[0] if found else f"ptxas said: {res.stderr.strip()[-200:]}"
+    return line + (f", WGMMA SERIALISED ({serialised[0]})" if serialised else "")
 
 
 # SASS opcode families counted in a key-block loop (nvdisasm's spelling on sm_90a).
@@ -131,27 +138,38 @@ def describe_loops(loops: list[dict]) -> str:
         f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in loops[0])
 
 
+def settings(lean_only: bool) -> list[tuple]:
+    """(lean, under_pv, head_dim, causal, pingpong, overlap) for every compiled setting: each ping-pong and
+    overlap choice without and with lean, then the softmax under P·V, which needs all three."""
+    grid = itertools.product((True,) if lean_only else (False, True), (False,), (128, 64), (False, True),
+                             (True, False), (False, True))
+    under_pv = itertools.product((True,), (True,), (128, 64), (False, True), (True,), (True,))
+    return [*grid, *under_pv]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lean", action="store_true", help="the lean settings only")
+    ap.add_argument("--lean", action="store_true", help="the lean settings only (softmax under P·V included)")
     a = ap.parse_args()
     failed = 0
-    for lean, head_dim, causal, pingpong, overlap in itertools.product(
-            (True,) if a.lean else (False, True), (128, 64), (False, True), (True, False), (False, True)):
-        label = f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
+    for lean, under_pv, head_dim, causal, pingpong, overlap in settings(a.lean):
+        label = (f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
+                 + (" under_pv=True" if under_pv else ""))
         try:
-            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean)
+            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean, under_pv)
         except Exception as exc:  # noqa: BLE001 - report each config and go on
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-600:]}", flush=True)
             failed += 1
             continue
         ptx = kernel.asm["ptx"]
         spills = ptxas_spills(ptx)
+        serialised = "SERIALISED" in spills
+        failed += serialised
         counts = {name: re.findall(p, ptx) for name, p in PATTERNS.items()}
         regs = sorted({int(x.split()[-1]) for x in counts["setmaxnreg"]})
-        print(f"ok {label}: {kernel.metadata.shared} B shared, {kernel.metadata.num_warps} warps, "
-              f"setmaxnreg values {regs}, {spills}, " + ", ".join(f"{len(v)} {k}" for k, v in counts.items()
-                                                        if k != "setmaxnreg")
+        print(f"{'FAIL' if serialised else 'ok'} {label}: {kernel.metadata.shared} B shared, "
+              f"{kernel.metadata.num_warps} warps, setmaxnreg values {regs}, {spills}, "
+              + ", ".join(f"{len(v)} {k}" for k, v in counts.items() if k != "setmaxnreg")
               + "; " + describe_loops(key_block_loops(sass_of(kernel.asm["cubin"]))), flush=True)
     sys.exit(1 if failed else 0)
 

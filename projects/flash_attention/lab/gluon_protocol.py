@@ -10,8 +10,9 @@ shared-memory slot until it completes, and completes in issue order. It checks, 
 - no deadlock: every agent finishes;
 - a slot is written by TMA only after both consumers' wgmmas that read its previous block have completed;
 - a wgmma reads a slot only after the TMA of the block it wants has landed there;
-- ping-pong (``pingpong``): one consumer issues a turn's wgmmas only once every warp of the other has issued all
-  of its previous turn's (no interleaving on the tensor cores);
+- ping-pong (``pingpong``; ``under_pv`` takes the next turn before it waits out P·V): one consumer issues a
+  turn's wgmmas only once every warp of the other has issued all of its previous turn's (no interleaving on the
+  tensor cores);
 
 for both release styles: the default (a warpgroup ``bar.sync``, then one thread arrives; barrier counts 1 per
 consumer) and ``lean`` (every thread arrives for itself, no ``bar.sync``; counts 128 per consumer — a warp's
@@ -90,8 +91,9 @@ class Mma:
 
 class Model:
     def __init__(self, n_blocks: int, stages: int, overlap: bool, pingpong: bool, lean: bool,
-                 broken: bool = False, seed: int = 0):
+                 broken: bool = False, seed: int = 0, under_pv: bool = False):
         self.n, self.stages, self.overlap, self.pingpong, self.lean = n_blocks, stages, overlap, pingpong, lean
+        self.under_pv = under_pv  # the next turn is taken before the wait on P·V (needs overlap and ping-pong)
         self.rng = random.Random(seed)
         per = LANES * WARPS if lean else 1  # arrivals per consumer and release
         if broken and lean:
@@ -173,7 +175,28 @@ class Model:
 
     def consumer(self, c: int, w: int):
         yield from self._wait(self.q_bar, 0)
-        if self.overlap:
+        if self.under_pv:
+            yield from self._mma_on_turn(c, w, "k", 0, 0)
+            yield from self._wait(self.turn[c], 1)
+            for j in range(1, self.n):
+                s, prev = j % self.stages, (j - 1) % self.stages
+                yield from self._wait(self.ready["k"][s], (j // self.stages) & 1)
+                yield from self._wait(self.ready["v"][prev], ((j - 1) // self.stages) & 1)
+                yield from self._issue(c, w, "k", j)
+                yield from self._issue(c, w, "v", j - 1)
+                yield from self._release(c, w, self.turn[1 - c])
+                yield from self._mma_wait(c, w, 1)
+                yield from self._release(c, w, self.empty["k"][s])
+                yield from self._wait(self.turn[c], (j + 1) & 1)  # the next turn, before the wait on P·V
+                yield from self._mma_wait(c, w, 0)
+                yield from self._release(c, w, self.empty["v"][prev])
+            last = self.n - 1  # its turn is already taken
+            yield from self._wait(self.ready["v"][last % self.stages], (last // self.stages) & 1)
+            yield from self._issue(c, w, "v", last)
+            yield from self._release(c, w, self.turn[1 - c])
+            yield from self._mma_wait(c, w, 0)
+            yield from self._release(c, w, self.empty["v"][last % self.stages])
+        elif self.overlap:
             yield from self._mma_on_turn(c, w, "k", 0, 0)
             for j in range(1, self.n):
                 s, prev = j % self.stages, (j - 1) % self.stages
@@ -260,16 +283,25 @@ class Model:
         raise ProtocolError("no end after max_steps")
 
 
+def settings(n_blocks=(1, 2, 3, 4), stages=(2, 3), lean_only: bool = False) -> list[tuple]:
+    """(n_blocks, stages, overlap, pingpong, lean, under_pv): every overlap, ping-pong and release choice, then
+    the softmax under P·V, which needs the overlap and ping-pong."""
+    leans = (True,) if lean_only else (False, True)
+    grid = itertools.product(n_blocks, stages, (False, True), (True, False), leans, (False,))
+    under_pv = itertools.product(n_blocks, stages, (True,), (True,), leans, (True,))
+    return [*grid, *under_pv]
+
+
 def check(schedules: int, n_blocks=(1, 2, 3, 4), stages=(2, 3), broken: bool = False, lean_only: bool = False,
           seed0: int = 0) -> list[str]:
     """Runs every setting under `schedules` random schedules; returns the failures (setting: error)."""
     failures = []
-    for n, st, overlap, pingpong, lean in itertools.product(n_blocks, stages, (False, True), (True, False),
-                                                           (True,) if lean_only else (False, True)):
-        label = f"n_blocks={n} stages={st} overlap={overlap} pingpong={pingpong} lean={lean}"
+    for n, st, overlap, pingpong, lean, under_pv in settings(n_blocks, stages, lean_only):
+        label = (f"n_blocks={n} stages={st} overlap={overlap} pingpong={pingpong} lean={lean}"
+                 + (" under_pv=True" if under_pv else ""))
         for seed in range(seed0, seed0 + schedules):
             try:
-                Model(n, st, overlap, pingpong, lean, broken=broken, seed=seed).run()
+                Model(n, st, overlap, pingpong, lean, broken=broken, seed=seed, under_pv=under_pv).run()
             except ProtocolError as exc:
                 failures.append(f"{label} seed={seed}: {exc}")
                 break
@@ -285,9 +317,9 @@ def main() -> int:
         print("FAIL", f, flush=True)
     caught = check(min(a.schedules, 50), broken=True, lean_only=True)
     # A wrong count can only show where a slot is refilled (n_blocks > stages) or turns are handed over.
-    exposed = sum(pp or n > st for n, st, _, pp in itertools.product((1, 2, 3, 4), (2, 3), (False, True),
-                                                                     (True, False)))
-    print(f"{'PASS' if not failures else 'FAIL'}: {a.schedules} schedules per setting, {len(failures)} of 64 "
+    exposed = sum(pp or n > st for n, st, _, pp, _, _ in settings(lean_only=True))
+    print(f"{'PASS' if not failures else 'FAIL'}: {a.schedules} schedules per setting, {len(failures)} of "
+          f"{len(settings())} "
           f"settings failed; lean barriers counted for one warp instead of four: caught in {len(caught)} of the "
           f"{exposed} settings where a wrong count can show", flush=True)
     return 1 if failures else 0

@@ -68,7 +68,9 @@ def test_bench_runs_the_gluon_variants_as_candidates_and_skips_them_off_hopper()
 def test_every_gluon_backend_has_a_schedule_and_a_bench_variant():
     gluon = [b for b in BACKENDS if b != "triton"]
     assert sorted(GLUON_SCHEDULES) == sorted(gluon) == sorted(bench.GLUON_BACKENDS.values())
-    assert GLUON_SCHEDULES["gluon_lean"] == (True, True)  # the lean synchronisation rides on the overlap
+    # The lean synchronisation rides on the overlap, and the softmax under P·V on both.
+    assert GLUON_SCHEDULES["gluon_lean"] == dict(overlap=True, lean=True, under_pv=False)
+    assert GLUON_SCHEDULES["gluon_under_pv"] == dict(overlap=True, lean=True, under_pv=True)
     assert set(bench.GLUON_LABELS) == set(bench.GLUON_BACKENDS)
 
 
@@ -82,13 +84,24 @@ def test_each_gluon_backend_launches_its_schedule(monkeypatch, backend):
     monkeypatch.setattr(gluon_fwd, "gluon_attention_fwd", fake)
     q = torch.randn(1, 2, 16, 64)
     attention._forward(q, q, q, causal=True, scale=0.125, backend=backend)
-    assert (seen["overlap"], seen["lean"]) == GLUON_SCHEDULES[backend]
+    assert {name: seen[name] for name in GLUON_SCHEDULES[backend]} == GLUON_SCHEDULES[backend]
     assert seen["pingpong"] and seen["causal"] and seen["scale"] == 0.125
 
 
-def test_lean_is_a_kernel_constexpr_off_by_default():
-    assert gluon_fwd.kernel_args(128, causal=False, pingpong=True, overlap=True)["LEAN"] is False
-    assert gluon_fwd.kernel_args(64, causal=True, pingpong=True, overlap=True, lean=True)["LEAN"] is True
+def test_lean_and_under_pv_are_kernel_constexprs_off_by_default():
+    args = gluon_fwd.kernel_args(128, causal=False, pingpong=True, overlap=True)
+    assert args["LEAN"] is False and args["UNDER_PV"] is False
+    args = gluon_fwd.kernel_args(64, causal=True, pingpong=True, overlap=True, lean=True, under_pv=True)
+    assert args["LEAN"] is True and args["UNDER_PV"] is True
+
+
+def test_under_pv_needs_the_overlap_and_ping_pong():
+    # Its block boundary between the softmax and the wait on P·V is the turn's wait; without the overlap there is
+    # no P·V in flight to run under.
+    with pytest.raises(ValueError, match="under_pv"):
+        gluon_fwd.kernel_args(128, causal=False, pingpong=False, overlap=True, lean=True, under_pv=True)
+    with pytest.raises(ValueError, match="under_pv"):
+        gluon_fwd.kernel_args(128, causal=False, pingpong=True, overlap=False, lean=True, under_pv=True)
 
 
 def test_the_barrier_protocol_holds_under_random_schedules():
@@ -103,17 +116,18 @@ def test_the_protocol_model_catches_a_wrong_arrival_count():
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("overlap,lean", [(False, False), (True, False), (True, True), (False, True)])
+@pytest.mark.parametrize("overlap,lean,under_pv", [(False, False, False), (True, False, False), (True, True, False),
+                                                   (False, True, False), (True, True, True)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean):
+def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean, under_pv):
     q, k, v = make_qkv(2, 3, 3, 333, 333, 128, torch.bfloat16, device="cuda")
-    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap, lean=lean)
+    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap, lean=lean, under_pv=under_pv)
     check_flash_rule(out, q, k, v, causal)
 
 
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("backend", ["gluon", "gluon_overlap", "gluon_lean"])
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "triton"])
 @pytest.mark.parametrize("S,D,causal", [(333, 128, False), (333, 128, True), (517, 64, True)])
 def test_triton_backward_from_the_gluon_forward_passes_the_flash_rule(backend, S, D, causal):
     # The backward reads the forward's LSE: a wrong unit or layout there shows up in dq, dk, dv.
