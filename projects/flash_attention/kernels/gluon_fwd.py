@@ -8,7 +8,8 @@ Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, wor
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
 Gluon renamed and reshaped several of these, so it runs on triton 3.6 only (``unavailable`` says why not).
 
-Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H)):
+Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H), causal (B·H, cdiv(S, 128))
+with the query blocks walked from the last down, so the longest CTAs start first):
 
 - Tiles: each consumer owns BLOCK_M = 64 query rows (one wgmma M per warpgroup), so S = Q·Kᵀ (64 × 128 fp32)
   and O (64 × D fp32) are 64 registers each per thread at D = 128 — FlashAttention-3's split for D = 128;
@@ -99,11 +100,23 @@ CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals
 
 
 @gluon.jit
+def _tile(CAUSAL: gl.constexpr):
+    """(query block of 2·BLOCK_M rows, batch·head) of this CTA. Causal grids are (B·H, query blocks), walked
+    from the last query block down: CTAs start in launch order, and the longest (the last query block's, with
+    every key block) then start first and the shortest last, so the final wave is not left to the longest."""
+    if CAUSAL:
+        return gl.num_programs(1) - 1 - gl.program_id(1), gl.program_id(0)
+    return gl.program_id(0), gl.program_id(1)
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
-              seqlen, n_blocks, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+              seqlen, n_blocks, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr):
     # Rows of the [B·H·S, D] views: this CTA's (batch, head) starts at bh · S.
-    base = gl.program_id(1) * seqlen
-    q_row = base + gl.program_id(0) * (2 * BLOCK_M)
+    q_block, bh = _tile(CAUSAL)
+    base = bh * seqlen
+    q_row = base + q_block * (2 * BLOCK_M)
     mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem.index(0))
     tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_bar, q_smem.index(1))
@@ -213,8 +226,8 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
     dtype: gl.constexpr = q_smem.dtype
 
-    bh = gl.program_id(1)
-    row0 = gl.program_id(0) * (2 * BLOCK_M) + HALF * BLOCK_M  # first query row of this consumer
+    q_block, bh = _tile(CAUSAL)
+    row0 = q_block * (2 * BLOCK_M) + HALF * BLOCK_M  # first query row of this consumer
     rows = row0 + gl.arange(0, BLOCK_M, layout=s_rows)
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, s_rows)
     l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)
@@ -335,7 +348,7 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
 
     # Key blocks for this CTA: all of them, or causally up to its last query row (Sq == Sk here).
     if CAUSAL:
-        kv_end = gl.minimum(seqlen, (gl.program_id(0) + 1) * (2 * BLOCK_M))
+        kv_end = gl.minimum(seqlen, (_tile(CAUSAL)[0] + 1) * (2 * BLOCK_M))
     else:
         kv_end = seqlen
     n_blocks = gl.cdiv(kv_end, BLOCK_N)
@@ -349,7 +362,7 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
                      lse_ptr, seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
                      OVERLAP, LEAN, UNDER_PV)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
-                     seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES)),
+                     seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES, CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -418,7 +431,7 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     v_desc = TensorDescriptor.from_tensor(v2, [BLOCK_N, D], kv_layout)
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    grid = (triton.cdiv(S, 2 * BLOCK_M), B * H)
+    grid = (B * H, triton.cdiv(S, 2 * BLOCK_M)) if causal else (triton.cdiv(S, 2 * BLOCK_M), B * H)
     _attn_fwd_ws_kernel[grid](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, **args)
     return o, lse
 
