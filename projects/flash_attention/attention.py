@@ -20,6 +20,8 @@ Backends (the forward kernel; the backward is always the Triton one, kernels/bwd
     "gluon_under_pv" "gluon_lean" with the softmax of key block j running while block j-1's P·V is on the
                      tensor cores (the next turn is taken between the two, which keeps ptxas from hoisting
                      the wait on P·V above the softmax).
+    "gluon_persistent" "gluon_under_pv" with one CTA per SM walking tiles, the next tile's Q loading during
+                     the current one.
 """
 from __future__ import annotations
 
@@ -31,12 +33,13 @@ from .kernels.launch import attn_bwd, attn_fwd
 from .kernels.tuning import SUPPORTED_HEAD_DIMS, interpreting
 
 GPU_DTYPES = (torch.bfloat16, torch.float16)
-BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean", "gluon_under_pv")
+BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean", "gluon_under_pv", "gluon_persistent")
 # The Gluon backends' schedules: backend -> gluon_attention_fwd's schedule keywords; ping-pong is always on.
 GLUON_SCHEDULES = {"gluon": dict(overlap=False, lean=False, under_pv=False),
                    "gluon_overlap": dict(overlap=True, lean=False, under_pv=False),
                    "gluon_lean": dict(overlap=True, lean=True, under_pv=False),
-                   "gluon_under_pv": dict(overlap=True, lean=True, under_pv=True)}
+                   "gluon_under_pv": dict(overlap=True, lean=True, under_pv=True),
+                   "gluon_persistent": dict(overlap=True, lean=True, under_pv=True, persistent=True)}
 INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 

@@ -49,11 +49,12 @@ def gluon_missing() -> str | None:
 
 # The Gluon forward's schedules: variant -> flash_attention's backend.
 GLUON_BACKENDS = {"gluon_fa": "gluon", "gluon_fa_overlap": "gluon_overlap", "gluon_fa_lean": "gluon_lean",
-                  "gluon_fa_under_pv": "gluon_under_pv"}
+                  "gluon_fa_under_pv": "gluon_under_pv", "gluon_fa_persistent": "gluon_persistent"}
 GLUON_LABELS = {"gluon_fa": "Gluon FlashAttention, warp-specialised, ping-pong (ours)",
                 "gluon_fa_overlap": "Gluon FlashAttention, ping-pong + intra-warpgroup overlap (ours)",
                 "gluon_fa_lean": "Gluon FlashAttention, overlap + per-thread mbarrier arrives (ours)",
-                "gluon_fa_under_pv": "Gluon FlashAttention, lean + softmax under P·V (ours)"}
+                "gluon_fa_under_pv": "Gluon FlashAttention, lean + softmax under P·V (ours)",
+                "gluon_fa_persistent": "Gluon FlashAttention, softmax under P·V, persistent (ours)"}
 
 
 def _gluon_variants(backward: bool) -> list[Variant]:

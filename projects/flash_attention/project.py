@@ -23,6 +23,7 @@ STAGES = (
     # bench's forward configs without its backward.
     bench(P, "sweep_fwd", "--bench", "attention_fwd", "--variant", "triton_fa", "--variant", "gluon_fa",
           "--variant", "gluon_fa_overlap", "--variant", "gluon_fa_lean", "--variant", "gluon_fa_under_pv",
+          "--variant", "gluon_fa_persistent",
           "--variant", "sdpa_cudnn", "--variant", "fa4",
           "--timeout", "90", limit_s=360, default=False, env=TUNE),
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
@@ -39,7 +40,7 @@ STAGES = (
                         "--section", "Occupancy", "--section", "LaunchStats", "--section", "WarpStateStats",
                         "--section", "SchedulerStats",
                         "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1",
-                        "--backend", "triton,gluon_overlap,gluon_lean,gluon_under_pv"),
+                        "--backend", "triton,gluon_lean,gluon_under_pv,gluon_persistent"),
           80, "ncu on the Triton forward and three of the Gluon forward's schedules at the headline shape",
           default=False, needs=("ncu",), env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
@@ -52,6 +53,6 @@ STAGES = (
            what="the Gluon forward: every case, ping-pong and overlap on and off, and the lean settings"),
     module("gluon_lean", f"{LAB}.gluon_check", "--lean", limit_s=200, default=False,
            what="the Gluon forward's lean synchronisation: every case, in the three lean settings"),
-    module("gluon_under_pv", f"{LAB}.gluon_check", "--under-pv", limit_s=120, default=False,
-           what="the Gluon forward with the softmax under P·V: every case"),
+    module("gluon_under_pv", f"{LAB}.gluon_check", "--under-pv", limit_s=150, default=False,
+           what="the Gluon forward with the softmax under P·V, then persistent: every case"),
 )

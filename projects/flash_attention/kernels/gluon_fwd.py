@@ -2,7 +2,7 @@
 TMA loads into an mbarrier ring, two consumer warpgroups on wgmma, ping-ponging on the tensor cores.
 Reached through ``flash_attention(..., backend="gluon")`` (``"gluon_overlap"`` adds the intra-warpgroup
 overlap, ``"gluon_lean"`` the lean per-key-block synchronisation on top of it, ``"gluon_under_pv"`` the softmax
-running under P·V on top of that); its backward is the Triton one (kernels/bwd.py), fed this kernel's O and LSE.
+running under P·V on top of that, ``"gluon_persistent"`` persistent CTAs on top of that); its backward is the Triton one (kernels/bwd.py), fed this kernel's O and LSE.
 
 Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, worker_num_warps,
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
@@ -67,6 +67,12 @@ with the query blocks walked from the last down, so the longest CTAs start first
   two without the overlap, the turn being waited on twice), and each consumer's key-block loop is about 55
   SASS instructions shorter (653 to 597 at D = 128 with the overlap; ``lab/gluon_compile`` counts both).
   ``lab/gluon_protocol`` plays the protocol, both release styles, under random schedules.
+- Persistent (``PERSISTENT``; needs ``UNDER_PV``): one CTA per SM, each walking tiles t = pid, pid + grid, …
+  in the causal launch order above (``_tile_of``). Q is double-buffered (``q_full``/``q_empty`` per buffer, the
+  latter counting both consumers' releases after a tile's last wgmma), so the producer loads tile i + 1's Q and
+  first K/V blocks while the consumers finish tile i; the K/V ring and the turns run on across tiles (block j of
+  a tile is ring count kv0 + j, its k-th turn turn0 + k, turn0 growing by n + 1 per tile). 197 KiB of shared
+  memory at D = 128. ptxas spills a few registers around each tile's epilogue (never in the key-block loop).
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
   head's rows, or on TMA's zero fill, and dropped); LSE as fp32 [B, H, S] in log2 units (m + log2 l), the
   Triton forward's convention, which its backward reads.
@@ -77,7 +83,7 @@ passed FlashAttention's rule on every case (headline, ragged S, D = 64, causal) 
 off, and for the lean settings; its ``--under-pv`` cases are the under-P·V schedule's. The GPU tests in
 tests/test_gluon.py.
 
-Not done: a TMA store of O, persistence, GQA, Sq != Sk, fp8.
+Not done: a TMA store of O, GQA, Sq != Sk, fp8.
 """
 from __future__ import annotations
 
@@ -110,19 +116,31 @@ def _tile(CAUSAL: gl.constexpr):
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
-              seqlen, n_blocks, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr):
-    # Rows of the [B·H·S, D] views: this CTA's (batch, head) starts at bh · S.
-    q_block, bh = _tile(CAUSAL)
-    base = bh * seqlen
-    q_row = base + q_block * (2 * BLOCK_M)
-    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem.index(0))
-    tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_bar, q_smem.index(1))
+def _tile_of(t, n_q_blocks, n_bh, CAUSAL: gl.constexpr):
+    """(query block, batch·head) of a persistent CTA's tile t, in the order ``_tile`` launches them: causal
+    tiles from the last query block down, across every batch·head first."""
+    if CAUSAL:
+        return n_q_blocks - 1 - t // n_bh, t % n_bh
+    return t % n_q_blocks, t // n_q_blocks
+
+
+@gluon.jit
+def _key_blocks(q_block, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """Key blocks a tile walks: all of them, or causally up to its last query row (Sq == Sk here)."""
+    if CAUSAL:
+        kv_end = gl.minimum(seqlen, (q_block + 1) * (2 * BLOCK_M))
+    else:
+        kv_end = seqlen
+    return gl.cdiv(kv_end, BLOCK_N)
+
+
+@gluon.jit
+def _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n_blocks, kv0,
+             BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """K_j and V_j of one tile into the ring, j < n_blocks; ``kv0`` blocks went through the ring before it."""
     for j in range(n_blocks):
-        s = j % STAGES
-        phase = (j // STAGES) & 1
+        s = (kv0 + j) % STAGES
+        phase = ((kv0 + j) // STAGES) & 1
         kv_row = base + j * BLOCK_N
         mbarrier.wait(k_empty.index(s), phase ^ 1)
         mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
@@ -130,6 +148,43 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_
         mbarrier.wait(v_empty.index(s), phase ^ 1)
         mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc, [kv_row, 0], v_ready.index(s), v_smem.index(s))
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty,
+              seqlen, n_blocks, n_bh, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr):
+    # Rows of the [B·H·S, D] views: a tile's (batch, head) starts at bh · S.
+    if PERSISTENT:
+        # Tile after tile, Q double-buffered: tile i's Q goes into buffer i % 2 once both consumers are done
+        # with tile i - 2, so it lands while tile i - 1 still runs.
+        n_q_blocks = gl.cdiv(seqlen, 2 * BLOCK_M)
+        kv0 = 0
+        i = 0
+        for t in range(gl.program_id(0), n_q_blocks * n_bh, gl.num_programs(0)):
+            q_block, bh = _tile_of(t, n_q_blocks, n_bh, CAUSAL)
+            n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
+            base = bh * seqlen
+            q_row = base + q_block * (2 * BLOCK_M)
+            buf = i % 2
+            mbarrier.wait(q_empty.index(buf), ((i // 2) & 1) ^ 1)
+            mbarrier.expect(q_full.index(buf), 2 * q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_full.index(buf), q_smem.index(2 * buf))
+            tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_full.index(buf),
+                                            q_smem.index(2 * buf + 1))
+            _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n, kv0, BLOCK_N,
+                     STAGES)
+            kv0 += n
+            i += 1
+    else:
+        q_block, bh = _tile(CAUSAL)
+        base = bh * seqlen
+        q_row = base + q_block * (2 * BLOCK_M)
+        mbarrier.expect(q_full, 2 * q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_full, q_smem.index(0))
+        tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_full, q_smem.index(1))
+        _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n_blocks, 0, BLOCK_N,
+                 STAGES)
 
 
 @gluon.jit
@@ -213,10 +268,14 @@ def _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES: gl.
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, o_ptr,
-              lse_ptr, seqlen, qk_scale, n_blocks, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-              HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
-              OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr):
+def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, o_ptr, lse_ptr,
+                   seqlen, qk_scale, q_block, bh, n_blocks, kv0, turn0, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                   PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr):
+    """One tile (query block q_block of bh) for one consumer, Q in shared memory already: its key-block loop and
+    epilogue. ``kv0`` key blocks went through the K/V ring before this tile and ``turn0`` turns were this
+    consumer's (both 0 without persistence): slot and phase of block j are those of ring count kv0 + j, and the
+    k-th turn of the tile has phase (turn0 + k) & 1."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -224,19 +283,13 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     s_rows: gl.constexpr = gl.SliceLayout(1, s_layout)
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
-    dtype: gl.constexpr = q_smem.dtype
+    dtype: gl.constexpr = q.dtype
 
-    q_block, bh = _tile(CAUSAL)
     row0 = q_block * (2 * BLOCK_M) + HALF * BLOCK_M  # first query row of this consumer
     rows = row0 + gl.arange(0, BLOCK_M, layout=s_rows)
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, s_rows)
     l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-    q = q_smem.index(HALF)
-    if not LEAN:  # one [2, 1] allocation of both turns, passed as both
-        my_turn = my_turn.index(HALF)
-        other_turn = other_turn.index(1 - HALF)
-    mbarrier.wait(q_bar, 0)
 
     if OVERLAP:
         # Block j's Q·K_jᵀ and block j-1's P·V go out on one turn; S_j is waited out alone (wait_group 1)
@@ -246,22 +299,23 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
         # a wgmma wait to the top of its basic block, and the turn's try-wait loop is a block boundary that keeps
         # the wait on P_{j-1}·V_{j-1} below the softmax of S_j. (Keeping P·V in flight across the back edge, its
         # wait at the top of the next block, made ptxas serialise every wgmma instead.)
-        qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, 0, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN, 0,
-                 s_layout)
+        qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, kv0, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN,
+                 turn0 & 1, s_layout)
         z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
         p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
         if UNDER_PV:
-            mbarrier.wait(my_turn, 1)
+            mbarrier.wait(my_turn, (turn0 + 1) & 1)
         for j in range(1, n_blocks):
-            s = j % STAGES
-            prev = (j - 1) % STAGES
+            c = kv0 + j  # ring count of block j
+            s = c % STAGES
+            prev = (c - 1) % STAGES
             k_t = k_smem.index(s).permute((1, 0))
             v = v_smem.index(prev)
-            mbarrier.wait(k_ready.index(s), (j // STAGES) & 1)
-            mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+            mbarrier.wait(k_ready.index(s), (c // STAGES) & 1)
+            mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
             if PINGPONG and not UNDER_PV:
-                mbarrier.wait(my_turn, j & 1)
+                mbarrier.wait(my_turn, (turn0 + j) & 1)
             qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
                                       is_async=True)
             acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
@@ -272,24 +326,24 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
             z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
             p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
             if UNDER_PV:
-                mbarrier.wait(my_turn, (j + 1) & 1)
+                mbarrier.wait(my_turn, (turn0 + j + 1) & 1)
             acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
             _arrive(v_empty.index(prev), LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
         # The last P·V, on the last turn (phase n_blocks & 1; UNDER_PV has taken it already).
-        acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, n_blocks - 1, STAGES, PINGPONG, LEAN,
-                  n_blocks & 1, TAKE_TURN=not UNDER_PV)
+        acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, kv0 + n_blocks - 1, STAGES, PINGPONG,
+                  LEAN, (turn0 + n_blocks) & 1, TAKE_TURN=not UNDER_PV)
     else:
-        # Two turns per block, Q·Kᵀ then P·V: phase 0 then phase 1.
+        # Two turns per block, Q·Kᵀ then P·V: phase 0 then phase 1 (turn0 is even: two turns per block).
         for j in range(n_blocks):
-            qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, j, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN,
-                     0, s_layout)
+            qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, kv0 + j, BLOCK_M, BLOCK_N, STAGES, PINGPONG,
+                     LEAN, 0, s_layout)
             z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
             p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
-            acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES, PINGPONG, LEAN, 1)
+            acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, kv0 + j, STAGES, PINGPONG, LEAN, 1)
 
     # Epilogue: rows at or past S belong to no query of this head and are dropped.
     o = acc / gl.convert_layout(l_i, o_rows)[:, None]
@@ -303,16 +357,61 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
 
 
 @gluon.jit
-def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, HEAD_DIM: gl.constexpr,
+def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
+              o_ptr, lse_ptr, seqlen, qk_scale, n_blocks, n_bh, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
+              BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+              PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr,
+              PERSISTENT: gl.constexpr):
+    if not LEAN:  # one [2, 1] allocation of both turns, passed as both
+        my_turn = my_turn.index(HALF)
+        other_turn = other_turn.index(1 - HALF)
+    if PERSISTENT:
+        # The producer's tiles, in its order; turns per tile: n + 1 with the overlap, 2n without.
+        n_q_blocks = gl.cdiv(seqlen, 2 * BLOCK_M)
+        kv0 = 0
+        turn0 = 0
+        i = 0
+        for t in range(gl.program_id(0), n_q_blocks * n_bh, gl.num_programs(0)):
+            q_block, bh = _tile_of(t, n_q_blocks, n_bh, CAUSAL)
+            n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
+            buf = i % 2
+            mbarrier.wait(q_full.index(buf), (i // 2) & 1)
+            _consumer_tile(q_smem.index(2 * buf + HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn,
+                           other_turn, o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n, kv0, turn0, HALF, BLOCK_M,
+                           BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV)
+            _arrive(q_empty.index(buf), LEAN)  # every wgmma reading this Q has been waited out
+            kv0 += n
+            if OVERLAP:
+                turn0 += n + 1
+            else:
+                turn0 += 2 * n
+            i += 1
+    else:
+        q_block, bh = _tile(CAUSAL)
+        mbarrier.wait(q_full, 0)
+        _consumer_tile(q_smem.index(HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
+                       o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n_blocks, 0, 0, HALF, BLOCK_M, BLOCK_N,
+                       HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV)
+
+
+@gluon.jit
+def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, n_bh, HEAD_DIM: gl.constexpr,
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr,
-                        UNDER_PV: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                        UNDER_PV: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        PRODUCER_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
-    q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
+    q_buffers: gl.constexpr = 2 if PERSISTENT else 1  # persistent: the next tile's Q lands during this one
+    q_smem = gl.allocate_shared_memory(dtype, [2 * q_buffers, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
+    if PERSISTENT:
+        q_full = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+        q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)
+    else:
+        q_full = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
+        q_empty = q_full  # unused: one tile per CTA
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar_layout)
@@ -328,7 +427,12 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
         turn_0 = turn  # both consumers get the pair and index it
         turn_1 = turn
     arrivals: gl.constexpr = CONSUMER_THREADS if LEAN else 1  # per consumer and release (or hand-over)
-    mbarrier.init(q_bar, count=1)
+    if PERSISTENT:
+        for i in gl.static_range(2):
+            mbarrier.init(q_full.index(i), count=1)
+            mbarrier.init(q_empty.index(i), count=2 * arrivals)
+    else:
+        mbarrier.init(q_full, count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
@@ -346,36 +450,33 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
             mbarrier.arrive(turn.index(0))  # consumer 0 takes the tensor cores first
     hopper.fence_async_shared()
 
-    # Key blocks for this CTA: all of them, or causally up to its last query row (Sq == Sk here).
-    if CAUSAL:
-        kv_end = gl.minimum(seqlen, (_tile(CAUSAL)[0] + 1) * (2 * BLOCK_M))
-    else:
-        kv_end = seqlen
-    n_blocks = gl.cdiv(kv_end, BLOCK_N)
+    n_blocks = _key_blocks(_tile(CAUSAL)[0], seqlen, BLOCK_M, BLOCK_N, CAUSAL)  # persistent: per tile instead
 
     # Each partition's tuple is spelled out: built by concatenating tuples, its constexprs arrived as tensors.
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1, o_ptr,
-                     lse_ptr, seqlen, qk_scale, n_blocks, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
-                     OVERLAP, LEAN, UNDER_PV)),
-        (_consumer, (q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0, o_ptr,
-                     lse_ptr, seqlen, qk_scale, n_blocks, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG,
-                     OVERLAP, LEAN, UNDER_PV)),
-        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
-                     seqlen, n_blocks, BLOCK_M, BLOCK_N, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1,
+                     o_ptr, lse_ptr, seqlen, qk_scale, n_blocks, n_bh, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL,
+                     PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT)),
+        (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0,
+                     o_ptr, lse_ptr, seqlen, qk_scale, n_blocks, n_bh, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL,
+                     PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty,
+                     v_empty, seqlen, n_blocks, n_bh, BLOCK_M, BLOCK_N, STAGES, CAUSAL, PERSISTENT)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = False, lean: bool = False,
-                under_pv: bool = False) -> dict:
+                under_pv: bool = False, persistent: bool = False) -> dict:
     """The kernel's constexprs and launch options for a head dim (shared by the launcher and compile checks)."""
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon forward takes {sorted(STAGES)}")
     if under_pv and not (overlap and pingpong):
         raise ValueError("under_pv runs the softmax under the overlap's P·V and keeps its wait late with the "
                          "ping-pong turn: it needs overlap=True and pingpong=True")
+    if persistent and not under_pv:
+        raise ValueError("persistent is written for the softmax-under-P·V schedule: it needs under_pv=True")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, UNDER_PV=under_pv, CONSUMER_REGS=CONSUMER_REGS,
+                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, UNDER_PV=under_pv, PERSISTENT=persistent, CONSUMER_REGS=CONSUMER_REGS,
                 PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
 
 
@@ -409,7 +510,7 @@ def _check_inputs(q, k, v) -> None:
 
 
 def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = None, pingpong: bool = True,
-                        overlap: bool = False, lean: bool = False, under_pv: bool = False):
+                        overlap: bool = False, lean: bool = False, under_pv: bool = False, persistent: bool = False):
     """(O [B, H, S, D] in q's dtype, LSE [B, H, S] fp32 in log2 units) for contiguous bf16/fp16 q, k, v of one
     [B, H, S, D] shape on a Hopper GPU, D in (64, 128), with triton 3.6."""
     import torch
@@ -420,7 +521,7 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     if why:
         raise RuntimeError(why)
     B, H, S, D = q.shape
-    args = kernel_args(D, causal, pingpong, overlap, lean, under_pv)
+    args = kernel_args(D, causal, pingpong, overlap, lean, under_pv, persistent)
     scale = D ** -0.5 if scale is None else scale
     q_layout, kv_layout = smem_layouts(16, D)
     # [B·H·S, D] views: a tile that runs past one head's S reads the next head's rows (or TMA's zero fill at
@@ -431,7 +532,11 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     v_desc = TensorDescriptor.from_tensor(v2, [BLOCK_N, D], kv_layout)
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    grid = (B * H, triton.cdiv(S, 2 * BLOCK_M)) if causal else (triton.cdiv(S, 2 * BLOCK_M), B * H)
-    _attn_fwd_ws_kernel[grid](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, **args)
+    tiles = triton.cdiv(S, 2 * BLOCK_M) * B * H
+    if persistent:  # one CTA per SM (shared memory allows no second), each walking tiles
+        grid = (min(tiles, torch.cuda.get_device_properties(q.device).multi_processor_count), )
+    else:
+        grid = (B * H, triton.cdiv(S, 2 * BLOCK_M)) if causal else (triton.cdiv(S, 2 * BLOCK_M), B * H)
+    _attn_fwd_ws_kernel[grid](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, B * H, **args)
     return o, lse
 

@@ -4,7 +4,7 @@ The rule is the bench's check: error against the fp32 reference at most 2× PyTo
 the bench's slack. Cases: the headline shape, a ragged S (not a multiple of either tile), D = 64, causal,
 each with ping-pong on and off and the intra-warpgroup overlap off and on, then the lean synchronisation
 (per-thread mbarrier arrives, the scale in the exponent's FMA) with each of those but ping-pong and overlap
-both off, then the softmax under P·V (lean, overlap and ping-pong on). Prints PASS/FAIL per case as it goes, so a hang under ``timeout`` still leaves the earlier lines;
+both off, then the softmax under P·V (lean, overlap and ping-pong on), then it persistent. Prints PASS/FAIL per case as it goes, so a hang under ``timeout`` still leaves the earlier lines;
 exits 1 if any case fails.
 
     timeout 600 python -m gpufolio_projects.flash_attention.lab.gluon_check [--quick | --lean | --under-pv]
@@ -29,7 +29,7 @@ CASES = [
 
 
 def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, overlap: bool,
-               lean: bool = False, under_pv: bool = False) -> bool:
+               lean: bool = False, under_pv: bool = False, persistent: bool = False) -> bool:
     import torch
     from gpufolio.api import FlashRule
     from gpufolio.check import compare_flash_rule
@@ -41,7 +41,7 @@ def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, ove
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
     out, _ = gluon_attention_fwd(q, k, v, causal=causal, pingpong=pingpong, overlap=overlap, lean=lean,
-                                 under_pv=under_pv)
+                                 under_pv=under_pv, persistent=persistent)
     torch.cuda.synchronize()
     ref = reference_attention(q, k, v, causal)
     lowp = reference_attention(q, k, v, causal, compute_dtype=q.dtype)
@@ -51,7 +51,8 @@ def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, ove
     detail = (f"max err {checks[0]['max_abs_err']:.3e} vs bound {checks[0]['bound']:.3e} "
               f"(same-dtype err {checks[0]['lowp_max_abs_err']:.3e})" if checks else str(result["detail"]))
     print(f"{'PASS' if ok else 'FAIL'} B,H,S,D={B},{H},{S},{D} causal={causal} pingpong={pingpong} "
-          f"overlap={overlap}{' lean=True' if lean else ''}{' under_pv=True' if under_pv else ''}: {detail}", flush=True)
+          f"overlap={overlap}{' lean=True' if lean else ''}{' under_pv=True' if under_pv else ''}"
+          f"{' persistent=True' if persistent else ''}: {detail}", flush=True)
     return ok
 
 
@@ -60,26 +61,29 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true",
                     help="the headline shape and the ragged one, ping-pong on, overlap off")
     ap.add_argument("--lean", action="store_true", help="the lean settings only")
-    ap.add_argument("--under-pv", action="store_true", help="the softmax-under-P·V setting only")
+    ap.add_argument("--under-pv", action="store_true", help="the softmax-under-P·V settings only (and persistent)")
     a = ap.parse_args()
-    # (pingpong, overlap, lean, under_pv): the four schedules, lean with the three that hand over turns or
-    # overlap, then the softmax under P·V (which needs all three)
-    settings = [(True, False, False, False), (False, False, False, False), (True, True, False, False),
-                (False, True, False, False), (True, True, True, False), (False, True, True, False),
-                (True, False, True, False), (True, True, True, True)]
+    # (pingpong, overlap, lean, under_pv, persistent): the four schedules, lean with the three that hand over
+    # turns or overlap, then the softmax under P·V (which needs all three), then it persistent
+    settings = [(True, False, False, False, False), (False, False, False, False, False),
+                (True, True, False, False, False), (False, True, False, False, False),
+                (True, True, True, False, False), (False, True, True, False, False), (True, False, True, False, False),
+                (True, True, True, True, False), (True, True, True, True, True)]
     if a.quick:
-        settings = [(True, False, False, False)]
+        settings = [(True, False, False, False, False)]
     elif a.lean:
         settings = [st for st in settings if st[2] and not st[3]]
     elif a.under_pv:
         settings = [st for st in settings if st[3]]
     cases = [(c, *st) for st in settings for c in (CASES[:2] if a.quick else CASES)]
     failed = 0
-    for case, pingpong, overlap, lean, under_pv in cases:
+    for case, pingpong, overlap, lean, under_pv, persistent in cases:
         try:
-            failed += not check_case(*case, pingpong=pingpong, overlap=overlap, lean=lean, under_pv=under_pv)
+            failed += not check_case(*case, pingpong=pingpong, overlap=overlap, lean=lean, under_pv=under_pv,
+                                     persistent=persistent)
         except Exception as exc:  # noqa: BLE001 - a compile or launch error is this case's FAIL; go on
-            print(f"FAIL B,H,S,D,causal={case} pingpong={pingpong} overlap={overlap} lean={lean} under_pv={under_pv}: "
+            print(f"FAIL B,H,S,D,causal={case} pingpong={pingpong} overlap={overlap} lean={lean} "
+                  f"under_pv={under_pv} persistent={persistent}: "
                   f"{type(exc).__name__}: {str(exc)[:400]}", flush=True)
             failed += 1
     print(f"{'PASS' if not failed else 'FAIL'}: {len(cases) - failed}/{len(cases)} cases pass", flush=True)

@@ -30,7 +30,7 @@ PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma":
 
 
 def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False,
-                       under_pv: bool = False):
+                       under_pv: bool = False, persistent: bool = False):
     """The kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -38,13 +38,13 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
 
     from ..kernels import gluon_fwd as g
 
-    args = g.kernel_args(head_dim, causal, pingpong, overlap, lean, under_pv)
+    args = g.kernel_args(head_dim, causal, pingpong, overlap, lean, under_pv, persistent)
     num_warps = args.pop("num_warps")
     q_layout, kv_layout = g.smem_layouts(16, head_dim)
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
                  "k_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "v_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
-                 "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32"}
+                 "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32"}
     signature.update({name: "constexpr" for name in args})
     names = list(signature)
     src = GluonASTSource(g._attn_fwd_ws_kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})
@@ -139,11 +139,12 @@ def describe_loops(loops: list[dict]) -> str:
 
 
 def settings(lean_only: bool) -> list[tuple]:
-    """(lean, under_pv, head_dim, causal, pingpong, overlap) for every compiled setting: each ping-pong and
-    overlap choice without and with lean, then the softmax under P·V, which needs all three."""
-    grid = itertools.product((True,) if lean_only else (False, True), (False,), (128, 64), (False, True),
+    """(lean, under_pv, persistent, head_dim, causal, pingpong, overlap) for every compiled setting: each
+    ping-pong and overlap choice without and with lean, then the softmax under P·V, which needs all three, then
+    it persistent."""
+    grid = itertools.product((True,) if lean_only else (False, True), (False,), (False,), (128, 64), (False, True),
                              (True, False), (False, True))
-    under_pv = itertools.product((True,), (True,), (128, 64), (False, True), (True,), (True,))
+    under_pv = itertools.product((True,), (True,), (False, True), (128, 64), (False, True), (True,), (True,))
     return [*grid, *under_pv]
 
 
@@ -152,11 +153,11 @@ def main() -> None:
     ap.add_argument("--lean", action="store_true", help="the lean settings only (softmax under P·V included)")
     a = ap.parse_args()
     failed = 0
-    for lean, under_pv, head_dim, causal, pingpong, overlap in settings(a.lean):
+    for lean, under_pv, persistent, head_dim, causal, pingpong, overlap in settings(a.lean):
         label = (f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
-                 + (" under_pv=True" if under_pv else ""))
+                 + (" under_pv=True" if under_pv else "") + (" persistent=True" if persistent else ""))
         try:
-            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean, under_pv)
+            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean, under_pv, persistent)
         except Exception as exc:  # noqa: BLE001 - report each config and go on
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-600:]}", flush=True)
             failed += 1

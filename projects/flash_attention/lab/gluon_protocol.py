@@ -91,15 +91,20 @@ class Mma:
 
 class Model:
     def __init__(self, n_blocks: int, stages: int, overlap: bool, pingpong: bool, lean: bool,
-                 broken: bool = False, seed: int = 0, under_pv: bool = False):
+                 broken: bool = False, seed: int = 0, under_pv: bool = False, tiles: tuple = ()):
         self.n, self.stages, self.overlap, self.pingpong, self.lean = n_blocks, stages, overlap, pingpong, lean
         self.under_pv = under_pv  # the next turn is taken before the wait on P·V (needs overlap and ping-pong)
+        # Persistent (``tiles``: each tile's key blocks): Q double-buffered, the ring and turns run on across tiles.
+        self.tiles = tuple(tiles)
         self.rng = random.Random(seed)
         per = LANES * WARPS if lean else 1  # arrivals per consumer and release
         if broken and lean:
             per = LANES  # counted for one warp's threads: the first warp to arrive releases for its warpgroup
         self.arrival = LANES if lean else 1  # a lean warp arrives for its 32 threads at once
         self.q_bar = Barrier(1)
+        self.q_full = [Barrier(1), Barrier(1)]
+        self.q_empty = [Barrier(2 * per), Barrier(2 * per)]
+        self.q_in_use = [0, 0]  # consumer warps working on the tile whose Q a buffer holds
         self.ready = {kv: [Barrier(1) for _ in range(stages)] for kv in "kv"}
         self.empty = {kv: [Barrier(2 * per) for _ in range(stages)] for kv in "kv"}
         self.turn = [Barrier(per), Barrier(per)]
@@ -173,29 +178,45 @@ class Model:
         yield from self._mma_wait(c, w, 0)
         yield from self._release(c, w, self.empty[kv][s])
 
+    def _tile_under_pv(self, c: int, w: int, n: int, kv0: int, turn0: int):
+        """One tile of the softmax-under-P·V schedule; block j is ring count kv0 + j, the k-th turn turn0 + k."""
+        yield from self._mma_on_turn(c, w, "k", kv0, turn0 & 1)
+        yield from self._wait(self.turn[c], (turn0 + 1) & 1)
+        for j in range(1, n):
+            b = kv0 + j
+            s, prev = b % self.stages, (b - 1) % self.stages
+            yield from self._wait(self.ready["k"][s], (b // self.stages) & 1)
+            yield from self._wait(self.ready["v"][prev], ((b - 1) // self.stages) & 1)
+            yield from self._issue(c, w, "k", b)
+            yield from self._issue(c, w, "v", b - 1)
+            yield from self._release(c, w, self.turn[1 - c])
+            yield from self._mma_wait(c, w, 1)
+            yield from self._release(c, w, self.empty["k"][s])
+            yield from self._wait(self.turn[c], (turn0 + j + 1) & 1)  # the next turn, before the wait on P·V
+            yield from self._mma_wait(c, w, 0)
+            yield from self._release(c, w, self.empty["v"][prev])
+        last = kv0 + n - 1  # its turn is already taken
+        yield from self._wait(self.ready["v"][last % self.stages], (last // self.stages) & 1)
+        yield from self._issue(c, w, "v", last)
+        yield from self._release(c, w, self.turn[1 - c])
+        yield from self._mma_wait(c, w, 0)
+        yield from self._release(c, w, self.empty["v"][last % self.stages])
+
     def consumer(self, c: int, w: int):
+        if self.tiles:
+            kv0 = turn0 = 0
+            for i, n in enumerate(self.tiles):
+                buf = i % 2
+                yield from self._wait(self.q_full[buf], (i // 2) & 1)
+                yield (lambda: True), (lambda buf=buf: self.q_in_use.__setitem__(buf, self.q_in_use[buf] + 1))
+                yield from self._tile_under_pv(c, w, n, kv0, turn0)
+                yield (lambda: True), (lambda buf=buf: self.q_in_use.__setitem__(buf, self.q_in_use[buf] - 1))
+                yield from self._release(c, w, self.q_empty[buf])
+                kv0, turn0 = kv0 + n, turn0 + n + 1
+            return
         yield from self._wait(self.q_bar, 0)
         if self.under_pv:
-            yield from self._mma_on_turn(c, w, "k", 0, 0)
-            yield from self._wait(self.turn[c], 1)
-            for j in range(1, self.n):
-                s, prev = j % self.stages, (j - 1) % self.stages
-                yield from self._wait(self.ready["k"][s], (j // self.stages) & 1)
-                yield from self._wait(self.ready["v"][prev], ((j - 1) // self.stages) & 1)
-                yield from self._issue(c, w, "k", j)
-                yield from self._issue(c, w, "v", j - 1)
-                yield from self._release(c, w, self.turn[1 - c])
-                yield from self._mma_wait(c, w, 1)
-                yield from self._release(c, w, self.empty["k"][s])
-                yield from self._wait(self.turn[c], (j + 1) & 1)  # the next turn, before the wait on P·V
-                yield from self._mma_wait(c, w, 0)
-                yield from self._release(c, w, self.empty["v"][prev])
-            last = self.n - 1  # its turn is already taken
-            yield from self._wait(self.ready["v"][last % self.stages], (last // self.stages) & 1)
-            yield from self._issue(c, w, "v", last)
-            yield from self._release(c, w, self.turn[1 - c])
-            yield from self._mma_wait(c, w, 0)
-            yield from self._release(c, w, self.empty["v"][last % self.stages])
+            yield from self._tile_under_pv(c, w, self.n, 0, 0)
         elif self.overlap:
             yield from self._mma_on_turn(c, w, "k", 0, 0)
             for j in range(1, self.n):
@@ -219,12 +240,30 @@ class Model:
                 yield from self._mma_on_turn(c, w, "v", j, 1)
 
     def producer(self):
-        yield (lambda: True), (lambda: (self.q_bar.expect(), self.inflight_tma.append(("q", None, None))))
-        for j in range(self.n):
-            s, phase = j % self.stages, (j // self.stages) & 1
+        if not self.tiles:
+            yield (lambda: True), (lambda: (self.q_bar.expect(), self.inflight_tma.append(("q", None, None))))
+            yield from self._load_kv(self.n, 0)
+            return
+        kv0 = 0
+        for i, n in enumerate(self.tiles):
+            buf = i % 2
+            yield from self._wait(self.q_empty[buf], ((i // 2) & 1) ^ 1)
+            yield (lambda: True), (lambda buf=buf: self._q_issue(buf))
+            yield from self._load_kv(n, kv0)
+            kv0 += n
+
+    def _load_kv(self, n: int, kv0: int):
+        for b in range(kv0, kv0 + n):  # ring counts
+            s, phase = b % self.stages, (b // self.stages) & 1
             for kv in "kv":
                 yield from self._wait(self.empty[kv][s], phase ^ 1)
-                yield (lambda: True), (lambda kv=kv, s=s, j=j: self._tma_issue(kv, s, j))
+                yield (lambda: True), (lambda kv=kv, s=s, b=b: self._tma_issue(kv, s, b))
+
+    def _q_issue(self, buf: int) -> None:
+        if self.q_in_use[buf]:
+            raise ProtocolError(f"TMA wrote Q buffer {buf} while {self.q_in_use[buf]} consumer warps were on its tile")
+        self.q_full[buf].expect()
+        self.inflight_tma.append(("q", buf, None))
 
     def _tma_issue(self, kv: str, s: int, j: int) -> None:
         slot = self.slots[kv][s]
@@ -243,7 +282,7 @@ class Model:
             def land(i=i, kv=kv, s=s):
                 self.inflight_tma.pop(i)
                 if kv == "q":
-                    self.q_bar.complete_tx()
+                    (self.q_bar if s is None else self.q_full[s]).complete_tx()
                     return
                 self.slots[kv][s].writing = False
                 self.ready[kv][s].complete_tx()
@@ -283,25 +322,30 @@ class Model:
         raise ProtocolError("no end after max_steps")
 
 
+# Persistent CTAs' tile lists (each tile's key blocks): equal tiles, and causal-like ones of falling length.
+PERSISTENT_TILES = ((2, 2, 2), (3, 1, 2, 1), (1, 1, 1, 1, 1))
+
+
 def settings(n_blocks=(1, 2, 3, 4), stages=(2, 3), lean_only: bool = False) -> list[tuple]:
-    """(n_blocks, stages, overlap, pingpong, lean, under_pv): every overlap, ping-pong and release choice, then
-    the softmax under P·V, which needs the overlap and ping-pong."""
+    """(n_blocks, stages, overlap, pingpong, lean, under_pv, tiles): every overlap, ping-pong and release
+    choice, then the softmax under P·V, which needs the overlap and ping-pong, then it persistent (lean)."""
     leans = (True,) if lean_only else (False, True)
-    grid = itertools.product(n_blocks, stages, (False, True), (True, False), leans, (False,))
-    under_pv = itertools.product(n_blocks, stages, (True,), (True,), leans, (True,))
-    return [*grid, *under_pv]
+    grid = itertools.product(n_blocks, stages, (False, True), (True, False), leans, (False,), ((),))
+    under_pv = itertools.product(n_blocks, stages, (True,), (True,), leans, (True,), ((),))
+    persistent = itertools.product((0,), stages, (True,), (True,), (True,), (True,), PERSISTENT_TILES)
+    return [*grid, *under_pv, *persistent]
 
 
 def check(schedules: int, n_blocks=(1, 2, 3, 4), stages=(2, 3), broken: bool = False, lean_only: bool = False,
           seed0: int = 0) -> list[str]:
     """Runs every setting under `schedules` random schedules; returns the failures (setting: error)."""
     failures = []
-    for n, st, overlap, pingpong, lean, under_pv in settings(n_blocks, stages, lean_only):
+    for n, st, overlap, pingpong, lean, under_pv, tiles in settings(n_blocks, stages, lean_only):
         label = (f"n_blocks={n} stages={st} overlap={overlap} pingpong={pingpong} lean={lean}"
-                 + (" under_pv=True" if under_pv else ""))
+                 + (" under_pv=True" if under_pv else "") + (f" persistent tiles={tiles}" if tiles else ""))
         for seed in range(seed0, seed0 + schedules):
             try:
-                Model(n, st, overlap, pingpong, lean, broken=broken, seed=seed, under_pv=under_pv).run()
+                Model(n, st, overlap, pingpong, lean, broken=broken, seed=seed, under_pv=under_pv, tiles=tiles).run()
             except ProtocolError as exc:
                 failures.append(f"{label} seed={seed}: {exc}")
                 break
@@ -317,7 +361,7 @@ def main() -> int:
         print("FAIL", f, flush=True)
     caught = check(min(a.schedules, 50), broken=True, lean_only=True)
     # A wrong count can only show where a slot is refilled (n_blocks > stages) or turns are handed over.
-    exposed = sum(pp or n > st for n, st, _, pp, _, _ in settings(lean_only=True))
+    exposed = sum(pp or n > st for n, st, _, pp, _, _, _ in settings(lean_only=True))
     print(f"{'PASS' if not failures else 'FAIL'}: {a.schedules} schedules per setting, {len(failures)} of "
           f"{len(settings())} "
           f"settings failed; lean barriers counted for one warp instead of four: caught in {len(caught)} of the "

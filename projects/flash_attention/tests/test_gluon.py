@@ -71,6 +71,7 @@ def test_every_gluon_backend_has_a_schedule_and_a_bench_variant():
     # The lean synchronisation rides on the overlap, and the softmax under P·V on both.
     assert GLUON_SCHEDULES["gluon_lean"] == dict(overlap=True, lean=True, under_pv=False)
     assert GLUON_SCHEDULES["gluon_under_pv"] == dict(overlap=True, lean=True, under_pv=True)
+    assert GLUON_SCHEDULES["gluon_persistent"] == dict(overlap=True, lean=True, under_pv=True, persistent=True)
     assert set(bench.GLUON_LABELS) == set(bench.GLUON_BACKENDS)
 
 
@@ -104,6 +105,14 @@ def test_under_pv_needs_the_overlap_and_ping_pong():
         gluon_fwd.kernel_args(128, causal=False, pingpong=True, overlap=False, lean=True, under_pv=True)
 
 
+def test_persistent_rides_on_the_softmax_under_pv():
+    with pytest.raises(ValueError, match="persistent"):
+        gluon_fwd.kernel_args(128, causal=True, pingpong=True, overlap=True, lean=True, persistent=True)
+    args = gluon_fwd.kernel_args(64, causal=True, pingpong=True, overlap=True, lean=True, under_pv=True,
+                                 persistent=True)
+    assert args["PERSISTENT"] is True
+
+
 def test_the_barrier_protocol_holds_under_random_schedules():
     # Both release styles, n_blocks 1..4 (causal CTAs run fewer blocks than full ones), ring depths 2 and 3.
     assert gluon_protocol.check(schedules=8) == []
@@ -114,14 +123,30 @@ def test_the_protocol_model_catches_a_wrong_arrival_count():
     assert any("while block" in f for f in caught) and any("half issued" in f for f in caught)
 
 
+def test_the_protocol_model_catches_a_q_buffer_refilled_in_use(monkeypatch):
+    # A persistent producer that loads the next tile's Q without waiting for its buffer to be released.
+    def producer(self):
+        for i, n in enumerate(self.tiles):
+            yield (lambda: True), (lambda buf=i % 2: self._q_issue(buf))
+            yield from self._load_kv(n, sum(self.tiles[:i]))
+    monkeypatch.setattr(gluon_protocol.Model, "producer", producer)
+    with pytest.raises(gluon_protocol.ProtocolError, match="Q buffer"):
+        for seed in range(20):
+            gluon_protocol.Model(0, 2, overlap=True, pingpong=True, lean=True, under_pv=True, tiles=(2, 2, 2),
+                                 seed=seed).run()
+
+
 @pytest.mark.gpu
 @needs_hopper
-@pytest.mark.parametrize("overlap,lean,under_pv", [(False, False, False), (True, False, False), (True, True, False),
-                                                   (False, True, False), (True, True, True)])
+@pytest.mark.parametrize("overlap,lean,under_pv,persistent", [
+    (False, False, False, False), (True, False, False, False), (True, True, False, False), (False, True, False, False),
+    (True, True, True, False), (True, True, True, True)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean, under_pv):
-    q, k, v = make_qkv(2, 3, 3, 333, 333, 128, torch.bfloat16, device="cuda")
-    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap, lean=lean, under_pv=under_pv)
+def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean, under_pv, persistent):
+    # 8·24 heads of 3 query blocks: 576 tiles, so a persistent CTA walks several, of unequal length when causal.
+    q, k, v = make_qkv(8, 24, 24, 333, 333, 128, torch.bfloat16, device="cuda")
+    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap, lean=lean, under_pv=under_pv,
+                                           persistent=persistent)
     check_flash_rule(out, q, k, v, causal)
 
 
