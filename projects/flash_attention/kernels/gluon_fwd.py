@@ -8,8 +8,8 @@ Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, wor
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
 Gluon renamed and reshaped several of these, so it runs on triton 3.6 only (``unavailable`` says why not).
 
-Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H), causal with each head's
-query blocks walked from the last down, so within a head the longest CTAs start first):
+Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H), causal (B·H, cdiv(S, 128))
+with the query blocks walked from the last down, so the longest CTAs start first):
 
 - Tiles: each consumer owns BLOCK_M = 64 query rows (one wgmma M per warpgroup), so S = Q·Kᵀ (64 × 128 fp32)
   and O (64 × D fp32) are 64 registers each per thread at D = 128 — FlashAttention-3's split for D = 128;
@@ -68,7 +68,7 @@ query blocks walked from the last down, so within a head the longest CTAs start 
   SASS instructions shorter (653 to 597 at D = 128 with the overlap; ``lab/gluon_compile`` counts both).
   ``lab/gluon_protocol`` plays the protocol, both release styles, under random schedules.
 - Persistent (``PERSISTENT``; needs ``UNDER_PV``): one CTA per SM, each walking tiles t = pid, pid + grid, …
-  in the launch order above (``_tile_of``). Q is double-buffered (``q_full``/``q_empty`` per buffer, the
+  in the causal launch order above (``_tile_of``). Q is double-buffered (``q_full``/``q_empty`` per buffer, the
   latter counting both consumers' releases after a tile's last wgmma), so the producer loads tile i + 1's Q and
   first K/V blocks while the consumers finish tile i; the K/V ring and the turns run on across tiles (block j of
   a tile is ring count kv0 + j, its k-th turn turn0 + k, turn0 growing by n + 1 per tile). 197 KiB of shared
@@ -107,22 +107,20 @@ CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals
 
 @gluon.jit
 def _tile(CAUSAL: gl.constexpr):
-    """(query block of 2·BLOCK_M rows, batch·head) of this CTA. CTAs start in launch order, one head's query
-    blocks after another, so the CTAs running together share their heads' K and V in L2; causal walks each
-    head's query blocks from the last down, so the longest start first and the final wave ends on short ones.
-    (Longest first across all heads instead, (B·H, query blocks), ran the causal forward 5% slower at S = 4096:
-    the CTAs running together then span every head, and their K/V no longer fits in L2.)"""
+    """(query block of 2·BLOCK_M rows, batch·head) of this CTA. Causal grids are (B·H, query blocks), walked
+    from the last query block down: CTAs start in launch order, and the longest (the last query block's, with
+    every key block) then start first and the shortest last, so the final wave is not left to the longest."""
     if CAUSAL:
-        return gl.num_programs(0) - 1 - gl.program_id(0), gl.program_id(1)
+        return gl.num_programs(1) - 1 - gl.program_id(1), gl.program_id(0)
     return gl.program_id(0), gl.program_id(1)
 
 
 @gluon.jit
 def _tile_of(t, n_q_blocks, n_bh, CAUSAL: gl.constexpr):
-    """(query block, batch·head) of a persistent CTA's tile t, in the order ``_tile`` launches them: head after
-    head, causal from each head's last query block down."""
+    """(query block, batch·head) of a persistent CTA's tile t, in the order ``_tile`` launches them: causal
+    tiles from the last query block down, across every batch·head first."""
     if CAUSAL:
-        return n_q_blocks - 1 - t % n_q_blocks, t // n_q_blocks
+        return n_q_blocks - 1 - t // n_bh, t % n_bh
     return t % n_q_blocks, t // n_q_blocks
 
 
@@ -538,7 +536,7 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     if persistent:  # one CTA per SM (shared memory allows no second), each walking tiles
         grid = (min(tiles, torch.cuda.get_device_properties(q.device).multi_processor_count), )
     else:
-        grid = (triton.cdiv(S, 2 * BLOCK_M), B * H)
+        grid = (B * H, triton.cdiv(S, 2 * BLOCK_M)) if causal else (triton.cdiv(S, 2 * BLOCK_M), B * H)
     _attn_fwd_ws_kernel[grid](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, B * H, **args)
     return o, lse
 
