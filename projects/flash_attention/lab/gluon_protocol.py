@@ -167,10 +167,10 @@ class Model:
             return len(mine) <= outstanding
         yield ready, (lambda: None)
 
-    def _mma_on_turn(self, c: int, w: int, kv: str, j: int, turn_phase: int):
+    def _mma_on_turn(self, c: int, w: int, kv: str, j: int, turn_phase: int, take_turn: bool = True):
         s = j % self.stages
         yield from self._wait(self.ready[kv][s], (j // self.stages) & 1)
-        if self.pingpong:
+        if self.pingpong and take_turn:
             yield from self._wait(self.turn[c], turn_phase)
         yield from self._issue(c, w, kv, j)
         if self.pingpong:
@@ -178,29 +178,35 @@ class Model:
         yield from self._mma_wait(c, w, 0)
         yield from self._release(c, w, self.empty[kv][s])
 
-    def _tile_under_pv(self, c: int, w: int, n: int, kv0: int, turn0: int):
-        """One tile of the softmax-under-P·V schedule; block j is ring count kv0 + j, the k-th turn turn0 + k."""
+    def _overlap_tile(self, c: int, w: int, n: int, kv0: int = 0, turn0: int = 0):
+        """One tile of the overlap schedule, as the kernel's: block j is ring count kv0 + j, the k-th turn
+        turn0 + k; ``under_pv`` takes each turn right after the previous block's softmax instead of right before
+        the issue."""
+        early = self.under_pv
         yield from self._mma_on_turn(c, w, "k", kv0, turn0 & 1)
-        yield from self._wait(self.turn[c], (turn0 + 1) & 1)
+        if early:
+            yield from self._wait(self.turn[c], (turn0 + 1) & 1)
         for j in range(1, n):
             b = kv0 + j
             s, prev = b % self.stages, (b - 1) % self.stages
             yield from self._wait(self.ready["k"][s], (b // self.stages) & 1)
             yield from self._wait(self.ready["v"][prev], ((b - 1) // self.stages) & 1)
+            if self.pingpong and not early:
+                yield from self._wait(self.turn[c], (turn0 + j) & 1)
             yield from self._issue(c, w, "k", b)
             yield from self._issue(c, w, "v", b - 1)
-            yield from self._release(c, w, self.turn[1 - c])
+            if self.pingpong:
+                yield from self._release(c, w, self.turn[1 - c])
             yield from self._mma_wait(c, w, 1)
             yield from self._release(c, w, self.empty["k"][s])
-            yield from self._wait(self.turn[c], (turn0 + j + 1) & 1)  # the next turn, before the wait on P·V
+            if early:
+                yield from self._wait(self.turn[c], (turn0 + j + 1) & 1)  # the next turn, before the wait on P·V
             yield from self._mma_wait(c, w, 0)
             yield from self._release(c, w, self.empty["v"][prev])
-        last = kv0 + n - 1  # its turn is already taken
-        yield from self._wait(self.ready["v"][last % self.stages], (last // self.stages) & 1)
-        yield from self._issue(c, w, "v", last)
-        yield from self._release(c, w, self.turn[1 - c])
-        yield from self._mma_wait(c, w, 0)
-        yield from self._release(c, w, self.empty["v"][last % self.stages])
+        yield from self._mma_on_turn(c, w, "v", kv0 + n - 1, (turn0 + n) & 1, take_turn=not early)
+
+    def _use_q(self, buf: int, warps: int) -> None:
+        self.q_in_use[buf] += warps
 
     def consumer(self, c: int, w: int):
         if self.tiles:
@@ -208,32 +214,15 @@ class Model:
             for i, n in enumerate(self.tiles):
                 buf = i % 2
                 yield from self._wait(self.q_full[buf], (i // 2) & 1)
-                yield (lambda: True), (lambda buf=buf: self.q_in_use.__setitem__(buf, self.q_in_use[buf] + 1))
-                yield from self._tile_under_pv(c, w, n, kv0, turn0)
-                yield (lambda: True), (lambda buf=buf: self.q_in_use.__setitem__(buf, self.q_in_use[buf] - 1))
+                yield (lambda: True), (lambda buf=buf: self._use_q(buf, 1))
+                yield from self._overlap_tile(c, w, n, kv0, turn0)
+                yield (lambda: True), (lambda buf=buf: self._use_q(buf, -1))
                 yield from self._release(c, w, self.q_empty[buf])
                 kv0, turn0 = kv0 + n, turn0 + n + 1
             return
         yield from self._wait(self.q_bar, 0)
-        if self.under_pv:
-            yield from self._tile_under_pv(c, w, self.n, 0, 0)
-        elif self.overlap:
-            yield from self._mma_on_turn(c, w, "k", 0, 0)
-            for j in range(1, self.n):
-                s, prev = j % self.stages, (j - 1) % self.stages
-                yield from self._wait(self.ready["k"][s], (j // self.stages) & 1)
-                yield from self._wait(self.ready["v"][prev], ((j - 1) // self.stages) & 1)
-                if self.pingpong:
-                    yield from self._wait(self.turn[c], j & 1)
-                yield from self._issue(c, w, "k", j)
-                yield from self._issue(c, w, "v", j - 1)
-                if self.pingpong:
-                    yield from self._release(c, w, self.turn[1 - c])
-                yield from self._mma_wait(c, w, 1)
-                yield from self._release(c, w, self.empty["k"][s])
-                yield from self._mma_wait(c, w, 0)
-                yield from self._release(c, w, self.empty["v"][prev])
-            yield from self._mma_on_turn(c, w, "v", self.n - 1, self.n & 1)
+        if self.overlap:
+            yield from self._overlap_tile(c, w, self.n)
         else:
             for j in range(self.n):
                 yield from self._mma_on_turn(c, w, "k", j, 0)
