@@ -44,7 +44,8 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
                  "k_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "v_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
-                 "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32"}
+                 "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32",
+                 "group": "i32", "sched_ptr": "*i32"}
     signature.update({name: "constexpr" for name in args})
     names = list(signature)
     src = GluonASTSource(g._attn_fwd_ws_kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})
@@ -70,8 +71,9 @@ def ptxas_spills(ptx: str) -> str:
 
 
 # SASS opcode families counted in a key-block loop (nvdisasm's spelling on sm_90a).
+# STL/LDL: local-memory traffic, i.e. spills inside the loop (ptxas's total may all sit in a tile's epilogue).
 SASS_FAMILIES = {"BAR.SYNC": ("BAR.SYNC",), "arrive": ("SYNCS.ARRIVE", "ARRIVES."), "wait": ("SYNCS.PHASECHK",),
-                 "wgmma": ("HGMMA",)}
+                 "wgmma": ("HGMMA",), "spill ld/st": ("STL", "LDL")}
 _SASS_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 
 
