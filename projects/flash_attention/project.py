@@ -55,4 +55,6 @@ STAGES = (
            what="the Gluon forward's lean synchronisation: every case, in the three lean settings"),
     module("gluon_under_pv", f"{LAB}.gluon_check", "--under-pv", limit_s=150, default=False,
            what="the Gluon forward with the softmax under P·V, then persistent: every case"),
+    module("gluon_bwd", f"{LAB}.gluon_bwd_check", limit_s=240, default=False,
+           what="the Gluon backward's dQ, dK, dV: every case"),
 )

@@ -4,8 +4,8 @@ The rule is the bench's check: error against the fp32 reference at most 2× PyTo
 the bench's slack. Cases: the headline shape, a ragged S (not a multiple of either tile), D = 64, causal,
 each with ping-pong on and off and the intra-warpgroup overlap off and on, then the lean synchronisation
 (per-thread mbarrier arrives, the scale in the exponent's FMA) with each of those but ping-pong and overlap
-both off, then the softmax under P·V (lean, overlap and ping-pong on), then it persistent. Prints PASS/FAIL per case as it goes, so a hang under ``timeout`` still leaves the earlier lines;
-exits 1 if any case fails.
+both off, then the softmax under P·V (lean, overlap and ping-pong on), then it persistent. Prints PASS/FAIL per
+case as it goes, so a hang under ``timeout`` still leaves the earlier lines; exits 1 if any case fails.
 
     timeout 600 python -m gpufolio_projects.flash_attention.lab.gluon_check [--quick | --lean | --under-pv]
 

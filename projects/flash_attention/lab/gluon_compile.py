@@ -140,6 +140,20 @@ def describe_loops(loops: list[dict]) -> str:
         f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in loops[0])
 
 
+def compile_report(kernel, patterns: dict, describe, spills_fail: bool = False) -> tuple[bool, str]:
+    """(failed, one line) for a compiled kernel: shared memory, warps, the setmaxnreg values, ptxas's spill line,
+    the count of each of ``patterns`` in the PTX, then ``describe`` of the consumers' SASS loops. Fails on
+    serialised wgmma, and with ``spills_fail`` on any spill."""
+    ptx = kernel.asm["ptx"]
+    spills = ptxas_spills(ptx)
+    bad = "SERIALISED" in spills or (spills_fail and not spills.startswith("0 bytes spill stores, 0 bytes spill loads"))
+    counts = {name: re.findall(p, ptx) for name, p in patterns.items()}
+    regs = sorted({int(x.split()[-1]) for x in counts["setmaxnreg"]})
+    return bad, (f"{kernel.metadata.shared} B shared, {kernel.metadata.num_warps} warps, setmaxnreg values {regs}, "
+                 f"{spills}, " + ", ".join(f"{len(v)} {k}" for k, v in counts.items() if k != "setmaxnreg")
+                 + "; " + describe(key_block_loops(sass_of(kernel.asm["cubin"]))))
+
+
 def settings(lean_only: bool) -> list[tuple]:
     """(lean, under_pv, persistent, head_dim, causal, pingpong, overlap) for every compiled setting: each
     ping-pong and overlap choice without and with lean, then the softmax under P·V, which needs all three, then
@@ -164,16 +178,9 @@ def main() -> None:
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-600:]}", flush=True)
             failed += 1
             continue
-        ptx = kernel.asm["ptx"]
-        spills = ptxas_spills(ptx)
-        serialised = "SERIALISED" in spills
-        failed += serialised
-        counts = {name: re.findall(p, ptx) for name, p in PATTERNS.items()}
-        regs = sorted({int(x.split()[-1]) for x in counts["setmaxnreg"]})
-        print(f"{'FAIL' if serialised else 'ok'} {label}: {kernel.metadata.shared} B shared, "
-              f"{kernel.metadata.num_warps} warps, setmaxnreg values {regs}, {spills}, "
-              + ", ".join(f"{len(v)} {k}" for k, v in counts.items() if k != "setmaxnreg")
-              + "; " + describe_loops(key_block_loops(sass_of(kernel.asm["cubin"]))), flush=True)
+        bad, text = compile_report(kernel, PATTERNS, describe_loops)
+        failed += bad
+        print(f"{'FAIL' if bad else 'ok'} {label}: {text}", flush=True)
     sys.exit(1 if failed else 0)
 
 

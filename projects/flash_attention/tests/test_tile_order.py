@@ -1,7 +1,6 @@
 """The Gluon forward's tile order and persistent hand-out (``kernels/tile_order``), and the lab's model of its
 balance (``lab/tile_balance``): pure Python, on CPU."""
 import pytest
-
 from gpufolio_projects.flash_attention.kernels import tile_order as to
 from gpufolio_projects.flash_attention.lab import tile_balance as tb
 

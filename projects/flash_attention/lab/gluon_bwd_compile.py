@@ -1,0 +1,75 @@
+"""Compiles the Gluon backward (``gluon_bwd``) for sm_90a without a GPU and prints what its PTX holds.
+
+Catches Gluon API, layout and register-split errors before GPU time is spent: for head dim 64 and 128, causal
+and not, it runs the full pipeline (Gluon -> TTGIR -> LLVM -> PTX -> cubin through ptxas) and counts, in the
+whole kernel's PTX, ``setmaxnreg`` (the register split), ``wgmma``, TMA loads, dQ's TMA reduce-adds, global
+atomics (none expected), mbarrier waits and arrives, warpgroup ``bar.sync`` and proxy fences, with ptxas's spill
+line; then, in the SASS (nvdisasm), each consumer's query-block loop: its static instruction count, warpgroup
+``BAR.SYNC``, mbarrier arrives and waits, wgmma, and local-memory loads/stores. A setting fails on a compile
+error, any spill, or wgmmas that ptxas serialised. Needs triton 3.6 (the API the kernel is written against; its
+wheel carries ptxas and nvdisasm), no torch:
+
+    python -m gpufolio_projects.flash_attention.lab.gluon_bwd_compile   # in a venv with triton==3.6.0
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+
+from .gluon_compile import PATTERNS, compile_report
+
+# The forward's counts plus dQ's TMA reduce-adds, any global atomics (there should be none: dQ goes through TMA),
+# and the generic-to-async proxy fences (dS before the dQ wgmma, dQ before its reduce).
+BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
+                "global atomic": r"\b(?:red|atom)\.global\.\S+", "fence.proxy.async": r"fence\.proxy\.async\S*"}
+
+
+def describe_query_block_loops(loops: list[dict]) -> str:
+    """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops ('a/b' where they
+    differ), from the forward's SASS loop finder (the innermost loops that issue wgmma)."""
+    if not loops:
+        return "per query block: no consumer loop found"
+    keys = [k for k in loops[0] if k != "exp under P·V"]  # a forward metric
+    return "per query block: " + ", ".join(
+        f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in keys)
+
+
+def compile_for_hopper(head_dim: int, causal: bool):
+    """The backward kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from ..kernels import gluon_bwd as g
+
+    args = g.kernel_args(head_dim, causal)
+    num_warps = args.pop("num_warps")
+    layouts, blocks = g.smem_layouts(16, head_dim), g.block_shapes(head_dim)
+    dtypes = dict(q_desc="bf16", k_desc="bf16", v_desc="bf16", do_desc="bf16", lse_desc="fp32", delta_desc="fp32",
+                  dq_desc="fp32")
+    signature = {name: f"tensordesc<{dt}{blocks[name]},{layouts[name]!r}>" for name, dt in dtypes.items()}
+    signature.update({"dk_ptr": "*bf16", "dv_ptr": "*bf16", "seqlen": "i32", "qk_scale": "fp32", "scale": "fp32"})
+    signature.update({name: "constexpr" for name in args})
+    names = list(signature)
+    src = GluonASTSource(g._attn_bwd_ws_kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+
+
+def main() -> None:
+    failed = 0
+    for head_dim, causal in itertools.product((128, 64), (False, True)):
+        label = f"D={head_dim} causal={causal}"
+        try:
+            kernel = compile_for_hopper(head_dim, causal)
+        except Exception as exc:  # noqa: BLE001 - report each setting and go on
+            print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-1500:]}", flush=True)
+            failed += 1
+            continue
+        bad, text = compile_report(kernel, BWD_PATTERNS, describe_query_block_loops, spills_fail=True)
+        failed += bad
+        print(f"{'FAIL' if bad else 'ok'} {label}: {text}", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
