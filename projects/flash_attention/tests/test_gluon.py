@@ -203,3 +203,12 @@ def test_backward_of_each_gluon_backend_passes_the_flash_rule(backend, S, D, cau
     out = flash_attention(q, k, v, causal=causal, backend=backend)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
     check_flash_rule((out, dq, dk, dv), q, k, v, causal, do=do)
+
+
+def test_the_backward_protocol_model_holds_and_catches_a_missing_wait():
+    from gpufolio_projects.flash_attention.lab import gluon_bwd_protocol as bp
+
+    assert bp.check(schedules=15) == []
+    assert len(bp.check(schedules=15, skip="ds_full")) == len(bp.SETTINGS)  # dQ would read half-written dS
+    # Without the producer's wait, a slot is refilled under its readers wherever the ring wraps.
+    assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st in bp.SETTINGS)

@@ -1,0 +1,233 @@
+"""A model of the Gluon backward's barrier protocol (``kernels/gluon_bwd.py``), run under random schedules on CPU.
+
+The forward's model (``gluon_protocol``) for the backward's agents: the producer warp, which loads K and V once
+and then Q (with its rows' LSE) and dO (with Δ) block after block into a STAGES-deep ring, and the four warps of
+each consumer warpgroup, in the order the kernel issues its waits, arrives, shared-memory reads and writes and
+wgmmas. Every consumer arrive is per-thread (a warp's 32 in one step; barriers count 128 per warpgroup). A
+wgmma starts once all four warps of its warpgroup have issued it, reads its shared memory until it completes, and
+a warpgroup's wgmmas complete in issue order. Checked for every schedule:
+
+- no deadlock: every agent finishes;
+- TMA writes a Q/dO slot only when no wgmma is reading it; every read of a slot (a wgmma's, or a warp's load of
+  LSE or Δ) finds the query block it wants, landed;
+- a consumer writes its half of a dS buffer only when no dQ wgmma is reading the buffer, and the dQ wgmma reads
+  a buffer only when both halves hold its query block.
+
+Each wait dropped in turn (``skip``) shows what it guards: without the wait on ``ds_full`` or ``qdo_empty`` the
+checks fail; without the wait on ``ds_empty`` they never do — the next block's ``ds_full`` already orders a
+consumer's dS write after the other's dQ wgmma of two blocks before (each consumer arrives on it only after its
+previous dQ wgmma has been waited out), so that wait is belt and braces.
+
+    python -m gpufolio_projects.flash_attention.lab.gluon_bwd_protocol [--schedules 300]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from dataclasses import dataclass, field
+
+from .gluon_protocol import LANES, WARPS, Barrier, ProtocolError
+
+PER = LANES * WARPS  # per-thread arrivals of one consumer warpgroup
+
+
+@dataclass
+class Mma:
+    consumer: int
+    reads: tuple  # (("q" | "do", slot, block) | ("ds", buffer, block), ...)
+    issued: set = field(default_factory=set)
+    started: bool = False
+    done: bool = False
+
+
+class Model:
+    def __init__(self, n_blocks: int, stages: int, seed: int = 0, skip: str | None = None):
+        self.n, self.stages, self.skip = n_blocks, stages, skip  # skip: a barrier whose waits are left out
+        self.rng = random.Random(seed)
+        self.kv_bar = Barrier(1)
+        self.ready = {t: [Barrier(1) for _ in range(stages)] for t in ("q", "do")}
+        self.qdo_empty = [Barrier(2 * PER) for _ in range(stages)]
+        self.ds_full = [Barrier(2 * PER), Barrier(2 * PER)]
+        self.ds_empty = [Barrier(2 * PER), Barrier(2 * PER)]
+        self.held = {t: [None] * stages for t in ("q", "do")}  # block in a slot (None: never, or being written)
+        self.readers = {("q", s): 0 for s in range(stages)} | {("do", s): 0 for s in range(stages)}
+        self.readers |= {("ds", b): 0 for b in range(2)}
+        self.ds = [[[None] * WARPS for _ in range(2)] for _ in range(2)]  # buffer, half, warp's rows -> block
+        self.mmas: list[Mma] = []
+        self.pending: dict[tuple, Mma] = {}  # (consumer, k-th issue) -> its wgmma
+        self.issued = {(c, w): 0 for c in range(2) for w in range(WARPS)}
+        self.inflight_tma: list = []
+
+    # --- consumers ----------------------------------------------------------------------------------------------
+
+    def _wait(self, bar: Barrier, parity: int):
+        yield (lambda: bar.passed(parity)), (lambda: None)
+
+    def _do(self, action):
+        yield (lambda: True), action
+
+    def _arrive(self, bar: Barrier):
+        yield from self._do(lambda: bar.arrive(LANES))
+
+    def _issue(self, c: int, w: int, *reads):
+        def issue():
+            k = self.issued[(c, w)]
+            self.issued[(c, w)] += 1
+            mma = self.pending.setdefault((c, k), Mma(c, reads))
+            if mma not in self.mmas:
+                self.mmas.append(mma)
+            mma.issued.add(w)
+            if len(mma.issued) == WARPS:
+                for r in mma.reads:
+                    self._check_read(c, *r)
+                    self.readers[r[:2]] += 1
+                mma.started = True
+        yield from self._do(issue)
+
+    def _check_read(self, c: int, kind: str, where: int, block: int) -> None:
+        if kind == "ds":
+            halves = self.ds[where]
+            if any(rows != block for half in halves for rows in half):
+                raise ProtocolError(f"consumer {c}'s dQ wgmma read dS buffer {where} for block {block}: it holds "
+                                    f"{halves}")
+        elif self.held[kind][where] != block:
+            raise ProtocolError(f"consumer {c} read {kind} slot {where} for block {block}: it holds "
+                                f"{self.held[kind][where]}")
+
+    def _mma_wait(self, c: int, w: int, outstanding: int):
+        def ready():
+            return sum(1 for m in self.mmas if m.consumer == c and w in m.issued and not m.done) <= outstanding
+        yield ready, (lambda: None)
+
+    def _write_ds(self, c: int, w: int, b: int, block: int):
+        def write():
+            if self.readers[("ds", b)]:
+                raise ProtocolError(f"consumer {c} wrote dS buffer {b} (block {block}) under a dQ wgmma reading it")
+            self.ds[b][c][w] = block
+        yield from self._do(write)
+
+    def consumer(self, c: int, w: int):
+        yield from self._wait(self.kv_bar, 0)
+        for i in range(self.n):
+            s, b, ring = i % self.stages, i % 2, (i // self.stages) & 1
+            yield from self._wait(self.ready["q"][s], ring)
+            yield from self._issue(c, w, ("q", s, i))  # Sᵀ = K_h·Qᵀ
+            yield from self._wait(self.ready["do"][s], ring)
+            yield from self._issue(c, w, ("do", s, i))  # dPᵀ = V_h·dOᵀ
+            yield from self._mma_wait(c, w, 1)
+            yield from self._do(lambda s=s, i=i: self._check_read(c, "q", s, i))  # LSE, with Q
+            yield from self._mma_wait(c, w, 0)
+            yield from self._do(lambda s=s, i=i: self._check_read(c, "do", s, i))  # Δ, with dO
+            yield from self._issue(c, w, ("do", s, i))  # dV += Pᵀ·dO
+            if self.skip != "ds_empty":
+                yield from self._wait(self.ds_empty[b], ((i // 2) & 1) ^ 1)
+            yield from self._write_ds(c, w, b, i)
+            yield from self._arrive(self.ds_full[b])
+            yield from self._issue(c, w, ("q", s, i))  # dK += dSᵀ·Q
+            if self.skip != "ds_full":
+                yield from self._wait(self.ds_full[b], (i // 2) & 1)
+            yield from self._issue(c, w, ("ds", b, i))  # dQ's share = dS·K
+            yield from self._mma_wait(c, w, 0)
+            yield from self._arrive(self.qdo_empty[s])
+            yield from self._arrive(self.ds_empty[b])
+
+    # --- producer -----------------------------------------------------------------------------------------------
+
+    def producer(self):
+        yield from self._do(lambda: (self.kv_bar.expect(), self.inflight_tma.append(("kv", None, None))))
+        for i in range(self.n):
+            s = i % self.stages
+            if self.skip != "qdo_empty":
+                yield from self._wait(self.qdo_empty[s], ((i // self.stages) & 1) ^ 1)
+            for t in ("q", "do"):
+                yield from self._do(lambda t=t, s=s, i=i: self._tma(t, s, i))
+
+    def _tma(self, t: str, s: int, i: int) -> None:
+        if self.readers[(t, s)]:
+            raise ProtocolError(f"TMA wrote {t} slot {s} (block {i}) under a wgmma reading block {self.held[t][s]}")
+        self.ready[t][s].expect()
+        self.held[t][s] = None  # being written
+        self.inflight_tma.append((t, s, i))
+
+    # --- the scheduler ------------------------------------------------------------------------------------------
+
+    def _events(self):
+        events = []
+        for k, (t, s, i) in enumerate(self.inflight_tma):
+            def land(k=k, t=t, s=s, i=i):
+                self.inflight_tma.pop(k)
+                if t == "kv":
+                    self.kv_bar.complete_tx()
+                    return
+                self.held[t][s] = i
+                self.ready[t][s].complete_tx()
+            events.append(land)
+        for c in range(2):
+            first = next((m for m in self.mmas if m.consumer == c and not m.done), None)
+            if first is not None and first.started:
+                def finish(m=first):
+                    m.done = True
+                    for r in m.reads:
+                        self.readers[r[:2]] -= 1
+                events.append(finish)
+        return events
+
+    def run(self, max_steps: int = 200_000) -> None:
+        agents = {("c", c, w): self.consumer(c, w) for c in range(2) for w in range(WARPS)}
+        agents[("p",)] = self.producer()
+        nxt = {name: next(gen) for name, gen in agents.items()}
+        for _ in range(max_steps):
+            runnable = [name for name, (ready, _) in nxt.items() if ready()]
+            events = self._events()
+            if not runnable and not events:
+                if nxt:
+                    raise ProtocolError(f"deadlock: {sorted(map(str, nxt))} blocked")
+                return
+            pick = self.rng.randrange(len(runnable) + len(events))
+            if pick >= len(runnable):
+                events[pick - len(runnable)]()
+                continue
+            name = runnable[pick]
+            nxt[name][1]()
+            try:
+                nxt[name] = next(agents[name])
+            except StopIteration:
+                del nxt[name]
+        raise ProtocolError("no end after max_steps")
+
+
+SETTINGS = [(n, st) for st in (2, 4) for n in (1, 2, 3, 5, 8)]  # query blocks, ring depth (D = 128: 2, D = 64: 4)
+
+
+def check(schedules: int, skip: str | None = None) -> list[str]:
+    """Every setting under ``schedules`` random schedules; the failures (setting: error)."""
+    failures = []
+    for n, st in SETTINGS:
+        for seed in range(schedules):
+            try:
+                Model(n, st, seed=seed, skip=skip).run()
+            except ProtocolError as exc:
+                failures.append(f"query blocks={n} stages={st} seed={seed}: {exc}")
+                break
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--schedules", type=int, default=300, help="random schedules per setting")
+    a = ap.parse_args()
+    failures = check(a.schedules)
+    for f in failures:
+        print("FAIL", f, flush=True)
+    print(f"{'PASS' if not failures else 'FAIL'}: {a.schedules} schedules per setting, {len(failures)} of "
+          f"{len(SETTINGS)} settings failed", flush=True)
+    for skip in ("ds_full", "qdo_empty", "ds_empty"):
+        caught = check(min(a.schedules, 100), skip=skip)
+        print(f"without the waits on {skip}: {len(caught)} of {len(SETTINGS)} settings fail"
+              + (f" (first: {caught[0]})" if caught else ""), flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
