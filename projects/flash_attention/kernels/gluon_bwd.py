@@ -107,6 +107,8 @@ CONSUMER_REGS, PRODUCER_REGS = 240, 24
 CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a barrier's arrivals per consumer
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 PREPROCESS_BLOCK = 128  # rows per program of Δ's and dQ's conversion kernels
+PAD_ROWS = BLOCK_M  # zero rows past the end of LSE, Δ and dQ's fp32 buffer (the launcher's comment says why)
+PAD = True  # off only in lab/gluon_bwd_probe, which compares the two
 
 
 @gluon.jit
@@ -386,13 +388,20 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     args = kernel_args(D, causal)
     scale = D ** -0.5 if scale is None else scale
     n_rows = B * H * S
-    delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
+    # LSE, Δ and the fp32 dQ buffer get zero rows past the last head (PAD_ROWS, and up to a 16-byte multiple of
+    # LSE and Δ), so no 1-D TMA load of LSE or Δ and no dQ reduce-add box runs off the end of its tensor (the last
+    # head's last query block reaches up to 63 rows past it); the zeros are masked like any row past S.
+    pad = PAD_ROWS + (-n_rows) % 4 if PAD else 0
+    delta = torch.zeros(n_rows + pad, device=q.device, dtype=torch.float32)
     _bwd_preprocess_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](o, do, delta, n_rows, HEAD_DIM=D,
                                                                       BLOCK=PREPROCESS_BLOCK, num_warps=4)
-    # [B·H·S, D] views (lse, Δ: [B·H·S]); the kernel masks what a tile reads past its head's S.
+    lse_rows = lse.reshape(n_rows)
+    if pad:
+        lse_rows = torch.cat([lse_rows, lse_rows.new_zeros(pad)])
+    # [B·H·S, D] views (LSE, Δ: [B·H·S (+ pad)]); the kernel masks what a tile reads past its head's S.
     views = dict(q_desc=q.view(n_rows, D), do_desc=do.view(n_rows, D), k_desc=k.view(n_rows, D),
-                 v_desc=v.view(n_rows, D), lse_desc=lse.view(n_rows), delta_desc=delta.view(n_rows))
-    dq_acc = torch.zeros((n_rows, D), device=q.device, dtype=torch.float32)
+                 v_desc=v.view(n_rows, D), lse_desc=lse_rows, delta_desc=delta)
+    dq_acc = torch.zeros((n_rows + pad, D), device=q.device, dtype=torch.float32)
     views["dq_desc"] = dq_acc
     layouts, blocks = smem_layouts(16, D), block_shapes(D)
     descs = {name: TensorDescriptor.from_tensor(t, blocks[name], layouts[name]) for name, t in views.items()}
