@@ -22,8 +22,9 @@ launch one after another, so causally the longest CTAs, a head's first key block
   FlashAttention-3 keeps in each warpgroup.
 - Shared memory (D = 128, STAGES = 2; D = 64, STAGES = 4 in brackets): K and V as one 128 × D tile each, loaded
   once, 64 KiB [32]; Q and dO as STAGES-deep rings of 64 × D tiles, 64 KiB [64]; each stage also holds its
-  query rows' lse and Δ (64 fp32 each, 1-D TMA copies), 1 KiB [2]; dS as two buffers of 128 keys × 64 queries,
-  32 KiB [32]; each consumer's share of dQ (64 × D/2 fp32), 32 KiB [16]. 193 KiB of 227 [146]; a third stage
+  query rows' lse and Δ (64 fp32 each, 1-D TMA copies from [B·H, S rounded up to 4]: a 1-D box must start on a
+  16-byte boundary, and an unaligned one is an illegal instruction on the GPU, ``lab/gluon_bwd_probe``), 1 KiB
+  [2]; dS as two buffers of 128 keys × 64 queries, 32 KiB [32]; each consumer's share of dQ (64 × D/2 fp32), 32 KiB [16]. 193 KiB of 227 [146]; a third stage
   at D = 128 would not fit. Q, dO, V and dS use the NVMMA 128-byte swizzle; K a swizzle half a row wide
   (128 bytes at D = 128, 64 at D = 64), so each consumer's half of K's columns starts on a swizzle atom; dQ's
   tile the 128-byte swizzle for fp32, i.e. column blocks of 32.
@@ -107,8 +108,6 @@ CONSUMER_REGS, PRODUCER_REGS = 240, 24
 CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a barrier's arrivals per consumer
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 PREPROCESS_BLOCK = 128  # rows per program of Δ's and dQ's conversion kernels
-PAD_ROWS = BLOCK_M  # zero rows past the end of LSE, Δ and dQ's fp32 buffer (the launcher's comment says why)
-PAD = True  # off only in lab/gluon_bwd_probe, which compares the two
 
 
 @gluon.jit
@@ -143,12 +142,15 @@ def _arrive(bar):
 
 @gluon.jit
 def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem, lse_smem,
-              delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-    # Rows of the [B·H·S, D] views (and of the [B·H·S] lse and Δ): this (batch, head) starts at bh · S. A tile
-    # that runs past S reads the next head's rows (or TMA's zero fill at the end), which the consumers mask.
+              delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M: gl.constexpr,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    # Rows of the [B·H·S, D] views: this (batch, head) starts at bh · S. LSE and Δ are [B·H, lse_stride] with
+    # lse_stride = S rounded up to 4: a 1-D TMA box has to start on a 16-byte boundary (an unaligned start is an
+    # illegal instruction). A tile that runs past S reads the next head's rows (or TMA's zero fill at the end),
+    # which the consumers mask.
     n_block = gl.program_id(0)
     base = gl.program_id(1) * seqlen
+    lse_base = gl.program_id(1) * lse_stride
     mbarrier.expect(kv_bar, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(k_desc, [base + n_block * BLOCK_N, 0], kv_bar, k_smem)
     tma.async_copy_global_to_shared(v_desc, [base + n_block * BLOCK_N, 0], kv_bar, v_smem)
@@ -161,10 +163,11 @@ def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_
         # Q with its rows' lse (what Sᵀ and Pᵀ need), dO with its rows' Δ (what dPᵀ and dSᵀ need).
         mbarrier.expect(q_ready.index(s), q_desc.block_type.nbytes + lse_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [row, 0], q_ready.index(s), q_smem.index(s))
-        tma.async_copy_global_to_shared(lse_desc, [row], q_ready.index(s), lse_smem.index(s))
+        tma.async_copy_global_to_shared(lse_desc, [lse_base + i * BLOCK_M], q_ready.index(s), lse_smem.index(s))
         mbarrier.expect(do_ready.index(s), do_desc.block_type.nbytes + delta_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(do_desc, [row, 0], do_ready.index(s), do_smem.index(s))
-        tma.async_copy_global_to_shared(delta_desc, [row], do_ready.index(s), delta_smem.index(s))
+        tma.async_copy_global_to_shared(delta_desc, [lse_base + i * BLOCK_M], do_ready.index(s),
+                                        delta_smem.index(s))
 
 
 @gluon.jit
@@ -280,7 +283,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 
 @gluon.jit
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
-                        qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                        lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                         STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                         PRODUCER_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
@@ -321,7 +324,8 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,
                      BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
-                     lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, BLOCK_M, BLOCK_N, STAGES,
+                     lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M, BLOCK_N,
+                     STAGES,
                      CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
@@ -388,20 +392,22 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     args = kernel_args(D, causal)
     scale = D ** -0.5 if scale is None else scale
     n_rows = B * H * S
-    # LSE, Δ and the fp32 dQ buffer get zero rows past the last head (PAD_ROWS, and up to a 16-byte multiple of
-    # LSE and Δ), so no 1-D TMA load of LSE or Δ and no dQ reduce-add box runs off the end of its tensor (the last
-    # head's last query block reaches up to 63 rows past it); the zeros are masked like any row past S.
-    pad = PAD_ROWS + (-n_rows) % 4 if PAD else 0
-    delta = torch.zeros(n_rows + pad, device=q.device, dtype=torch.float32)
+    # LSE and Δ as [B·H, S rounded up to 4] (what the kernel's 1-D TMA boxes need: each head's rows start on a
+    # 16-byte boundary); a copy only when S is not a multiple of 4.
+    lse_stride = triton.cdiv(S, 4) * 4
+    delta = torch.empty(n_rows, device=q.device, dtype=torch.float32)
     _bwd_preprocess_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](o, do, delta, n_rows, HEAD_DIM=D,
                                                                       BLOCK=PREPROCESS_BLOCK, num_warps=4)
-    lse_rows = lse.reshape(n_rows)
-    if pad:
-        lse_rows = torch.cat([lse_rows, lse_rows.new_zeros(pad)])
-    # [B·H·S, D] views (LSE, Δ: [B·H·S (+ pad)]); the kernel masks what a tile reads past its head's S.
+    lse_rows, delta_rows = lse.reshape(n_rows), delta
+    if lse_stride != S:
+        lse_rows, delta_rows = (torch.zeros((B * H, lse_stride), device=q.device, dtype=torch.float32)
+                                for _ in range(2))
+        lse_rows[:, :S] = lse.reshape(B * H, S)
+        delta_rows[:, :S] = delta.view(B * H, S)
+    # [B·H·S, D] views (LSE, Δ flat); the kernel masks what a tile reads past its head's S.
     views = dict(q_desc=q.view(n_rows, D), do_desc=do.view(n_rows, D), k_desc=k.view(n_rows, D),
-                 v_desc=v.view(n_rows, D), lse_desc=lse_rows, delta_desc=delta)
-    dq_acc = torch.zeros((n_rows + pad, D), device=q.device, dtype=torch.float32)
+                 v_desc=v.view(n_rows, D), lse_desc=lse_rows.view(-1), delta_desc=delta_rows.view(-1))
+    dq_acc = torch.zeros((n_rows, D), device=q.device, dtype=torch.float32)
     views["dq_desc"] = dq_acc
     layouts, blocks = smem_layouts(16, D), block_shapes(D)
     descs = {name: TensorDescriptor.from_tensor(t, blocks[name], layouts[name]) for name, t in views.items()}
@@ -409,7 +415,7 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     dv = torch.empty_like(v)
     _attn_bwd_ws_kernel[(triton.cdiv(S, BLOCK_N), B * H)](
         descs["q_desc"], descs["k_desc"], descs["v_desc"], descs["do_desc"], descs["lse_desc"], descs["delta_desc"],
-        descs["dq_desc"], dk, dv, S, scale * LOG2E, scale, **args)
+        descs["dq_desc"], dk, dv, S, lse_stride, scale * LOG2E, scale, **args)
     dq = torch.empty_like(q)
     _dq_convert_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](dq_acc, dq, scale, n_rows, HEAD_DIM=D,
                                                                   BLOCK=PREPROCESS_BLOCK, num_warps=4)

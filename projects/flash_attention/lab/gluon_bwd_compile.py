@@ -48,7 +48,8 @@ def compile_for_hopper(head_dim: int, causal: bool):
     dtypes = dict(q_desc="bf16", k_desc="bf16", v_desc="bf16", do_desc="bf16", lse_desc="fp32", delta_desc="fp32",
                   dq_desc="fp32")
     signature = {name: f"tensordesc<{dt}{blocks[name]},{layouts[name]!r}>" for name, dt in dtypes.items()}
-    signature.update({"dk_ptr": "*bf16", "dv_ptr": "*bf16", "seqlen": "i32", "qk_scale": "fp32", "scale": "fp32"})
+    signature.update({"dk_ptr": "*bf16", "dv_ptr": "*bf16", "seqlen": "i32", "lse_stride": "i32", "qk_scale": "fp32",
+                      "scale": "fp32"})
     signature.update({name: "constexpr" for name in args})
     names = list(signature)
     src = GluonASTSource(g._attn_bwd_ws_kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})

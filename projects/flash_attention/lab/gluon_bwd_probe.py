@@ -2,9 +2,7 @@
 fault (a sticky CUDA error that poisons every later launch of its process) is one shape's line, not the rest's.
 
 Per shape: PASS (dq, dk, dv within FlashAttention's rule of the fp32 reference, as ``gluon_bwd_check``), FAIL
-(finite but outside the rule, or non-finite), or CRASH (the process died or raised: its last error line); shapes
-whose rows are not a multiple of the 64-row blocks run again without the launcher's zero rows past the end of LSE,
-Δ and dQ's buffer (``gluon_bwd.PAD``), where TMA boxes run off the end of those tensors. With
+(finite but outside the rule, or non-finite), or CRASH (the process died or raised: its last error line). With
 ``--sanitize``, the first crashing shape is run again under ``compute-sanitizer`` (memcheck), whose report names
 the faulting instruction. Times nothing.
 
@@ -17,26 +15,24 @@ import shutil
 import subprocess
 import sys
 
-# (B, H, S, D, causal): rows B·H·S that are and are not a multiple of the 64-row blocks and of 4 (a 16-byte
-# multiple of fp32 LSE/Δ rows), key blocks whose second half is all past S, both head dims.
+# (B, H, S, D, causal): S that is and is not a multiple of 4 (each head's fp32 LSE/Δ rows on a 16-byte boundary or
+# not), B·H·S that is and is not a multiple of the 64-row blocks, key blocks whose second half is all past S, both
+# head dims.
 SHAPES = [(2, 3, 333, 128, False), (1, 1, 333, 128, False), (2, 3, 336, 128, False), (1, 1, 320, 128, False),
           (2, 4, 1000, 128, False), (2, 4, 777, 64, False), (2, 4, 768, 64, False), (1, 1, 4096, 64, False),
           (2, 4, 1000, 128, True), (2, 3, 333, 128, True), (1, 2, 4096, 128, True), (2, 4, 768, 64, True)]
 
 
-def run_one(B: int, H: int, S: int, D: int, causal: bool, pad: bool = True) -> str:
+def run_one(B: int, H: int, S: int, D: int, causal: bool) -> str:
     """One shape in this process: 'PASS ...' or 'FAIL ...' (raises on a fault)."""
     import torch
     from gpufolio.api import FlashRule
     from gpufolio.check import compare_flash_rule
 
     from ..bench import SLACK
-    from ..kernels import gluon_bwd
     from ..kernels.gluon_bwd import gluon_attention_bwd
     from ..kernels.gluon_fwd import gluon_attention_fwd
     from ..reference import reference_attention
-
-    gluon_bwd.PAD = pad
 
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v, do = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(4))
@@ -58,18 +54,15 @@ def run_one(B: int, H: int, S: int, D: int, causal: bool, pad: bool = True) -> s
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", help="B,H,S,D,causal: run one shape here (what each child process does)")
-    ap.add_argument("--no-pad", action="store_true", help="with --case: without the zero rows past the end")
     ap.add_argument("--sanitize", action="store_true", help="rerun the first crashing shape under compute-sanitizer")
     a = ap.parse_args()
     if a.case:
         B, H, S, D, causal = a.case.split(",")
-        print(run_one(int(B), int(H), int(S), int(D), causal == "True", pad=not a.no_pad), flush=True)
+        print(run_one(int(B), int(H), int(S), int(D), causal == "True"), flush=True)
         return 0
     crashed = None
-    runs = [(shape, True) for shape in SHAPES]
-    runs += [(shape, False) for shape in SHAPES if shape[0] * shape[1] * shape[2] % 64]
-    for shape, pad in runs:
-        cmd = [sys.executable, "-m", __spec__.name, "--case", ",".join(map(str, shape))] + ([] if pad else ["--no-pad"])
+    for shape in SHAPES:
+        cmd = [sys.executable, "-m", __spec__.name, "--case", ",".join(map(str, shape))]
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             out = res.stdout.strip().splitlines()
@@ -78,7 +71,7 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             line = "CRASH timed out after 120 s (a hang?)"
         crashed = crashed or (cmd if line.startswith("CRASH") else None)
-        print(f"B,H,S,D,causal={shape}{'' if pad else ' no pad'}: {line}", flush=True)
+        print(f"B,H,S,D,causal={shape}: {line}", flush=True)
     if a.sanitize and crashed:
         tool = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
         print(f"$ compute-sanitizer {' '.join(crashed[1:])}", flush=True)
