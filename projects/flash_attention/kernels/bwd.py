@@ -11,8 +11,7 @@
 Splitting dQ from dK/dV costs two extra matmuls (QKᵀ and dO·Vᵀ recomputed: 7 instead of 5) but avoids fp32
 atomics on dQ. The other way (``ATOMIC_DQ``, as FlashAttention-2's CUDA kernel does): the dK/dV program also
 forms dQ's share dS·K of its key block and adds it into an fp32 buffer with atomics — 5 matmuls, but
-Sk/BLOCK_N fp32 read-modify-writes of all of dQ through L2; ``_dq_convert_kernel`` then scales and casts. The
-FLOP count the bench reports stays the standard 2.5× forward (5 matmuls).
+Sk/BLOCK_N fp32 read-modify-writes of all of dQ through L2; ``_dq_convert_kernel`` then scales and casts. The FLOP count the bench reports stays the standard 2.5× forward (5 matmuls).
 
 Masking follows the forward (fwd.py): causal bottom-right, rows/keys past the sequence ends masked in the
 diagonal/tail stages only; full blocks run unmasked.

@@ -87,7 +87,8 @@ fp32 reference.
 
 Not done: overlap of one query block's dQ wgmma and reduce with the next block's Sᵀ and dPᵀ (FlashAttention-3's
 pipelining; here the dQ wgmma is waited out at once), a dQ-writer warp, GQA, Sq != Sk, fp8, a persistent grid.
-Reached through ``flash_attention(..., backend="gluon_bwd")`` (attention.py), the bench's ``gluon_fa_bwd``.
+Not yet reachable from ``flash_attention``: it joins as a backend (with a bench variant) once it has been timed;
+until then ``lab/gluon_bwd_check``, ``lab/gluon_bwd_probe`` and ``lab/profile --backend gluon_bwd`` run it.
 """
 from __future__ import annotations
 

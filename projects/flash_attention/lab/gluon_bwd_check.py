@@ -11,7 +11,7 @@ if any check fails.
 
     timeout 900 python -m gpufolio_projects.flash_attention.lab.gluon_bwd_check [--quick] [--triton-fwd]
 
-It times nothing: timing belongs to the harness (the forward+backward bench's ``gluon_fa_bwd`` variant).
+It times nothing: timing belongs to the harness, which takes the kernel once it is a backend.
 Needs a Hopper GPU and triton 3.6, the Gluon API the kernel is written against.
 """
 from __future__ import annotations
