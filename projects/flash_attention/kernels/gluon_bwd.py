@@ -362,6 +362,20 @@ def block_shapes(head_dim: int) -> dict:
                 v_desc=[BLOCK_N, head_dim], lse_desc=[BLOCK_M], delta_desc=[BLOCK_M], dq_desc=[BLOCK_M, DQ_BOX])
 
 
+def aligned_rows(t, n_bh: int, seqlen: int):
+    """(fp32 rows of ``t`` [B·H·S values] laid out [B·H, seqlen rounded up to 4] and flattened, that row stride):
+    what the kernel's 1-D TMA loads of LSE and Δ need, each head's first row on a 16-byte boundary. A view when S
+    is a multiple of 4, else a zero-padded copy (the padding reads as rows past S, which the kernel masks)."""
+    import torch
+
+    stride = -(-seqlen // 4) * 4
+    if stride == seqlen:
+        return t.reshape(n_bh * seqlen), stride
+    rows = torch.zeros((n_bh, stride), device=t.device, dtype=t.dtype)
+    rows[:, :seqlen] = t.reshape(n_bh, seqlen)
+    return rows.view(-1), stride
+
+
 def _check_bwd_inputs(do, q, k, v, o, lse) -> None:
     import torch
 
@@ -395,16 +409,11 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     n_rows = B * H * S
     # LSE and Δ as [B·H, S rounded up to 4] (what the kernel's 1-D TMA boxes need: each head's rows start on a
     # 16-byte boundary); a copy only when S is not a multiple of 4.
-    lse_stride = triton.cdiv(S, 4) * 4
     delta = torch.empty(n_rows, device=q.device, dtype=torch.float32)
     _bwd_preprocess_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](o, do, delta, n_rows, HEAD_DIM=D,
                                                                       BLOCK=PREPROCESS_BLOCK, num_warps=4)
-    lse_rows, delta_rows = lse.reshape(n_rows), delta
-    if lse_stride != S:
-        lse_rows, delta_rows = (torch.zeros((B * H, lse_stride), device=q.device, dtype=torch.float32)
-                                for _ in range(2))
-        lse_rows[:, :S] = lse.reshape(B * H, S)
-        delta_rows[:, :S] = delta.view(B * H, S)
+    lse_rows, lse_stride = aligned_rows(lse, B * H, S)
+    delta_rows, _ = aligned_rows(delta, B * H, S)
     # [B·H·S, D] views (LSE, Δ flat); the kernel masks what a tile reads past its head's S.
     views = dict(q_desc=q.view(n_rows, D), do_desc=do.view(n_rows, D), k_desc=k.view(n_rows, D),
                  v_desc=v.view(n_rows, D), lse_desc=lse_rows.view(-1), delta_desc=delta_rows.view(-1))

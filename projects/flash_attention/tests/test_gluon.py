@@ -42,6 +42,18 @@ def test_the_gluon_backward_refuses_what_it_cannot_run():
         gluon_bwd.gluon_attention_bwd(q, q, q, q, q, torch.zeros(1, 2, 64))
 
 
+def test_the_gluon_backward_reads_lse_rows_that_start_on_16_byte_boundaries():
+    # A 1-D TMA box that starts off a 16-byte boundary is an illegal instruction on the GPU (lab/gluon_bwd_probe).
+    for seqlen in (333, 336, 777, 4096):
+        lse = torch.randn(6 * seqlen)
+        rows, stride = gluon_bwd.aligned_rows(lse, 6, seqlen)
+        assert stride % 4 == 0 and stride - seqlen < 4
+        assert torch.equal(rows.view(6, stride)[:, :seqlen], lse.view(6, seqlen))
+        assert not rows.view(6, stride)[:, seqlen:].any()
+    lse = torch.randn(2, 3, 336)
+    assert gluon_bwd.aligned_rows(lse, 6, 336)[0].data_ptr() == lse.data_ptr()  # a multiple of 4: no copy
+
+
 def test_the_gluon_backward_protocol_model_holds_and_catches_a_missing_wait():
     from gpufolio_projects.flash_attention.lab import gluon_bwd_protocol as bp
 
