@@ -97,18 +97,15 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia import hopper
-from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
-from .gluon_fwd import LOG2E, _check_inputs, unavailable
+from .gluon_fwd import CONSUMER_THREADS, LOG2E, _arrive, _check_inputs, unavailable
 
 BLOCK_M = 64  # query rows per step (the wgmma N of Sᵀ and dPᵀ)
 BLOCK_N = 128  # keys per CTA, 64 per consumer warpgroup (the wgmma M)
 STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budget above)
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
-CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a barrier's arrivals per consumer
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
-PREPROCESS_BLOCK = 128  # rows per program of Δ's and dQ's conversion kernels
 
 
 @gluon.jit
@@ -132,13 +129,6 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
     coord = _semantic._convert_to_ir_values(coord, require_i64=False)
     _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
-
-
-@gluon.jit
-def _arrive(bar):
-    """This thread's arrive (``cp.async.mbarrier.arrive.noinc``: with no cp.async outstanding, an immediate
-    arrive of the executing thread; no warpgroup ``bar.sync``). Barriers count 128 per consumer warpgroup."""
-    async_copy.mbarrier_arrive(bar, increment_count=False)
 
 
 @gluon.jit
@@ -244,7 +234,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         mbarrier.wait(ds_empty.index(b), ((c // 2) & 1) ^ 1)
         ds_buf.slice(HALF * KEYS, KEYS).store(ds)
         hopper.fence_async_shared()  # the generic-proxy writes, before a wgmma (async proxy) reads them
-        _arrive(ds_full.index(b))
+        _arrive(ds_full.index(b), True)
         ds_op = gl.convert_layout(ds, op_layout)
         dk = hopper.warpgroup_mma(ds_op, q, dk, is_async=True)
 
@@ -253,8 +243,8 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         dq = hopper.warpgroup_mma(ds_t, k_cols, gl.zeros([BLOCK_M, DQ_COLS], gl.float32, dq_layout),
                                   use_acc=False, is_async=True)
         dv, dk, dq = hopper.warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_op, ds_op, do, q, ds_t, k_cols])[:3]
-        _arrive(qdo_empty.index(s))
-        _arrive(ds_empty.index(b))
+        _arrive(qdo_empty.index(s), True)
+        _arrive(ds_empty.index(b), True)
 
         # dQ's share into the fp32 buffer by a TMA reduce-add from shared memory. The previous block's reduce
         # must have read the buffer before it is overwritten (``store_wait``, the issuing thread's bulk group);
@@ -398,6 +388,7 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from .bwd import _bwd_preprocess_kernel, _dq_convert_kernel
+    from .launch import PREPROCESS_BLOCK
 
     _check_bwd_inputs(do, q, k, v, o, lse)
     why = unavailable()

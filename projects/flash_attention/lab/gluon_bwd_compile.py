@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from .gluon_compile import PATTERNS, compile_report
+from .gluon_compile import PATTERNS, compile_gluon, compile_report, describe_loops
 
 # The forward's counts plus dQ's TMA reduce-adds, any global atomics (there should be none: dQ goes through TMA),
 # and the generic-to-async proxy fences (dS before the dQ wgmma, dQ before its reduce).
@@ -25,35 +25,22 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
 
 
 def describe_query_block_loops(loops: list[dict]) -> str:
-    """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops ('a/b' where they
-    differ), from the forward's SASS loop finder (the innermost loops that issue wgmma)."""
-    if not loops:
-        return "per query block: no consumer loop found"
-    keys = [k for k in loops[0] if k != "exp under P·V"]  # a forward metric
-    return "per query block: " + ", ".join(
-        f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in keys)
+    """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops, from the forward's
+    SASS loop finder (the innermost loops that issue wgmma); its exponentials-under-P·V count is a forward metric."""
+    return describe_loops(loops, "query block", skip=("exp under P·V", ))
 
 
 def compile_for_hopper(head_dim: int, causal: bool):
     """The backward kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
     from ..kernels import gluon_bwd as g
 
-    args = g.kernel_args(head_dim, causal)
-    num_warps = args.pop("num_warps")
     layouts, blocks = g.smem_layouts(16, head_dim), g.block_shapes(head_dim)
     dtypes = dict(q_desc="bf16", k_desc="bf16", v_desc="bf16", do_desc="bf16", lse_desc="fp32", delta_desc="fp32",
                   dq_desc="fp32")
     signature = {name: f"tensordesc<{dt}{blocks[name]},{layouts[name]!r}>" for name, dt in dtypes.items()}
     signature.update({"dk_ptr": "*bf16", "dv_ptr": "*bf16", "seqlen": "i32", "lse_stride": "i32", "qk_scale": "fp32",
                       "scale": "fp32"})
-    signature.update({name: "constexpr" for name in args})
-    names = list(signature)
-    src = GluonASTSource(g._attn_bwd_ws_kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    return compile_gluon(g._attn_bwd_ws_kernel, signature, g.kernel_args(head_dim, causal))
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """Maps where the Gluon backward (``gluon_bwd``) runs and where it faults: each shape in a process of its own, so a
 fault (a sticky CUDA error that poisons every later launch of its process) is one shape's line, not the rest's.
 
-Per shape: PASS (dq, dk, dv within FlashAttention's rule of the fp32 reference, as ``gluon_bwd_check``), FAIL
-(finite but outside the rule, or non-finite), or CRASH (the process died or raised: its last error line). With
-``--sanitize``, the first crashing shape is run again under ``compute-sanitizer`` (memcheck), whose report names
+Per shape: PASS or FAIL by ``gluon_bwd_check.check_case`` (dq, dk, dv within FlashAttention's rule of the fp32
+reference, finite, inputs unchanged; its failing lines follow), or CRASH (the process died or raised: its last
+error line). With ``--sanitize``, the first crashing shape is run again under ``compute-sanitizer`` (memcheck), whose report names
 the faulting instruction. Times nothing.
 
     python -m gpufolio_projects.flash_attention.lab.gluon_bwd_probe [--sanitize]
@@ -15,40 +15,14 @@ import shutil
 import subprocess
 import sys
 
+from .gluon_bwd_check import check_case
+
 # (B, H, S, D, causal): S that is and is not a multiple of 4 (each head's fp32 LSE/Δ rows on a 16-byte boundary or
 # not), B·H·S that is and is not a multiple of the 64-row blocks, key blocks whose second half is all past S, both
 # head dims.
 SHAPES = [(2, 3, 333, 128, False), (1, 1, 333, 128, False), (2, 3, 336, 128, False), (1, 1, 320, 128, False),
           (2, 4, 1000, 128, False), (2, 4, 777, 64, False), (2, 4, 768, 64, False), (1, 1, 4096, 64, False),
           (2, 4, 1000, 128, True), (2, 3, 333, 128, True), (1, 2, 4096, 128, True), (2, 4, 768, 64, True)]
-
-
-def run_one(B: int, H: int, S: int, D: int, causal: bool) -> str:
-    """One shape in this process: 'PASS ...' or 'FAIL ...' (raises on a fault)."""
-    import torch
-    from gpufolio.api import FlashRule
-    from gpufolio.check import compare_flash_rule
-
-    from ..bench import SLACK
-    from ..kernels.gluon_bwd import gluon_attention_bwd
-    from ..kernels.gluon_fwd import gluon_attention_fwd
-    from ..reference import reference_attention
-
-    gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
-    q, k, v, do = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(4))
-    o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
-    dq, dk, dv = gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
-    torch.cuda.synchronize()
-    _, *ref = reference_attention(q, k, v, causal, do=do)
-    _, *lowp = reference_attention(q, k, v, causal, do=do, compute_dtype=q.dtype)
-    rule = FlashRule(factor=2.0, slack=SLACK["bfloat16"])
-    bad = []
-    for name, got, r, lo in zip(("dq", "dk", "dv"), (dq, dk, dv), ref, lowp):
-        checks = compare_flash_rule(got, r, lo, rule)["checks"]
-        if not (checks and all(c["passed"] for c in checks) and bool(torch.isfinite(got).all())):
-            err = checks[0]["max_abs_err"] if checks else None
-            bad.append(f"{name} (max err {err}, bound {checks[0]['bound'] if checks else None})")
-    return ("FAIL " + ", ".join(bad)) if bad else "PASS"
 
 
 def main() -> int:
@@ -58,7 +32,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.case:
         B, H, S, D, causal = a.case.split(",")
-        print(run_one(int(B), int(H), int(S), int(D), causal == "True"), flush=True)
+        print("PASS" if check_case(int(B), int(H), int(S), int(D), causal == "True") else "FAIL", flush=True)
         return 0
     crashed = None
     for shape in SHAPES:
@@ -66,8 +40,10 @@ def main() -> int:
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             out = res.stdout.strip().splitlines()
-            line = out[-1] if res.returncode == 0 and out else \
-                "CRASH " + ((res.stderr.strip().splitlines() or ["(no output)"])[-1])[:300]
+            if res.returncode or not out:
+                line = "CRASH " + ((res.stderr.strip().splitlines() or ["(no output)"])[-1])[:300]
+            else:  # check_case's own lines, then its verdict
+                line = out[-1] + "".join(f"\n    {f}" for f in out[:-1] if f.startswith("FAIL"))
         except subprocess.TimeoutExpired:
             line = "CRASH timed out after 120 s (a hang?)"
         crashed = crashed or (cmd if line.startswith("CRASH") else None)

@@ -27,7 +27,7 @@ import random
 import sys
 from dataclasses import dataclass, field
 
-from .gluon_protocol import LANES, WARPS, Barrier, ProtocolError
+from .gluon_protocol import LANES, WARPS, Barrier, ProtocolError, play
 
 PER = LANES * WARPS  # per-thread arrivals of one consumer warpgroup
 
@@ -176,25 +176,7 @@ class Model:
     def run(self, max_steps: int = 200_000) -> None:
         agents = {("c", c, w): self.consumer(c, w) for c in range(2) for w in range(WARPS)}
         agents[("p",)] = self.producer()
-        nxt = {name: next(gen) for name, gen in agents.items()}
-        for _ in range(max_steps):
-            runnable = [name for name, (ready, _) in nxt.items() if ready()]
-            events = self._events()
-            if not runnable and not events:
-                if nxt:
-                    raise ProtocolError(f"deadlock: {sorted(map(str, nxt))} blocked")
-                return
-            pick = self.rng.randrange(len(runnable) + len(events))
-            if pick >= len(runnable):
-                events[pick - len(runnable)]()
-                continue
-            name = runnable[pick]
-            nxt[name][1]()
-            try:
-                nxt[name] = next(agents[name])
-            except StopIteration:
-                del nxt[name]
-        raise ProtocolError("no end after max_steps")
+        play(agents, self._events, self.rng, max_steps)
 
 
 SETTINGS = [(n, st) for st in (2, 4) for n in (1, 2, 3, 5, 8)]  # query blocks, ring depth (D = 128: 2, D = 64: 4)

@@ -32,22 +32,29 @@ PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma":
 def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False,
                        under_pv: bool = False, persistent: bool = False):
     """The kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
     from ..kernels import gluon_fwd as g
 
     args = g.kernel_args(head_dim, causal, pingpong, overlap, lean, under_pv, persistent)
-    num_warps = args.pop("num_warps")
     q_layout, kv_layout = g.smem_layouts(16, head_dim)
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
                  "k_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "v_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32"}
-    signature.update({name: "constexpr" for name in args})
+    return compile_gluon(g._attn_fwd_ws_kernel, signature, args)
+
+
+def compile_gluon(kernel, signature: dict, args: dict):
+    """``kernel`` compiled for sm_90a: ``signature`` types its runtime arguments in order, ``args`` (a
+    ``kernel_args`` dict) gives its constexprs and ``num_warps``."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    args = dict(args)
+    num_warps = args.pop("num_warps")
+    signature = {**signature, **{name: "constexpr" for name in args}}
     names = list(signature)
-    src = GluonASTSource(g._attn_fwd_ws_kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})
+    src = GluonASTSource(kernel, signature, constexprs={(names.index(n), ): v for n, v in args.items()})
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
 
 
@@ -131,12 +138,13 @@ def _exp_between_waits(body: list[tuple[str, str]]) -> int:
     return count
 
 
-def describe_loops(loops: list[dict]) -> str:
-    """'per key block: 597 instructions, 1 BAR.SYNC, ...' (the consumers' loops, 'a/b' where they differ)."""
+def describe_loops(loops: list[dict], unit: str = "key block", skip: tuple = ()) -> str:
+    """'per key block: 597 instructions, 1 BAR.SYNC, ...' (the consumers' loops, 'a/b' where they differ; the
+    counts named in ``skip`` left out)."""
     if not loops:
-        return "per key block: no consumer loop found"
-    return "per key block: " + ", ".join(
-        f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in loops[0])
+        return f"per {unit}: no consumer loop found"
+    return f"per {unit}: " + ", ".join(
+        f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in loops[0] if k not in skip)
 
 
 def compile_report(kernel, patterns: dict, describe, spills_fail: bool = False) -> tuple[bool, str]:

@@ -290,25 +290,32 @@ class Model:
     def run(self, max_steps: int = 200_000) -> None:
         agents = {("c", c, w): self.consumer(c, w) for c in range(2) for w in range(WARPS)}
         agents["p"] = self.producer()
-        nxt = {name: next(gen) for name, gen in agents.items()}
-        for _ in range(max_steps):
-            runnable = [name for name, (ready, _) in nxt.items() if ready()]
-            events = self._async_events()
-            if not runnable and not events:
-                if nxt:
-                    raise ProtocolError(f"deadlock: {sorted(map(str, nxt))} blocked")
-                return
-            pick = self.rng.randrange(len(runnable) + len(events))
-            if pick >= len(runnable):
-                events[pick - len(runnable)]()
-                continue
-            name = runnable[pick]
-            nxt[name][1]()
-            try:
-                nxt[name] = next(agents[name])
-            except StopIteration:
-                del nxt[name]
-        raise ProtocolError("no end after max_steps")
+        play(agents, self._async_events, self.rng, max_steps)
+
+
+def play(agents: dict, events, rng: random.Random, max_steps: int) -> None:
+    """Runs ``agents`` (name -> generator of (ready?, action) steps) to the end, each time picking at random one
+    step among the runnable agents' next steps and ``events()`` (completions of in-flight copies and wgmmas).
+    Raises ``ProtocolError`` on a deadlock, or when ``max_steps`` pass without an end."""
+    nxt = {name: next(gen) for name, gen in agents.items()}
+    for _ in range(max_steps):
+        runnable = [name for name, (ready, _) in nxt.items() if ready()]
+        pending = events()
+        if not runnable and not pending:
+            if nxt:
+                raise ProtocolError(f"deadlock: {sorted(map(str, nxt))} blocked")
+            return
+        pick = rng.randrange(len(runnable) + len(pending))
+        if pick >= len(runnable):
+            pending[pick - len(runnable)]()
+            continue
+        name = runnable[pick]
+        nxt[name][1]()
+        try:
+            nxt[name] = next(agents[name])
+        except StopIteration:
+            del nxt[name]
+    raise ProtocolError("no end after max_steps")
 
 
 # Persistent CTAs' tile lists (each tile's key blocks): equal tiles, and causal-like ones of falling length.
