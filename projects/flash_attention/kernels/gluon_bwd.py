@@ -24,10 +24,10 @@ launch one after another, so causally the longest CTAs, a head's first key block
   once, 64 KiB [32]; Q and dO as STAGES-deep rings of 64 × D tiles, 64 KiB [64]; each stage also holds its
   query rows' lse and Δ (64 fp32 each, 1-D TMA copies from [B·H, S rounded up to 4]: a 1-D box must start on a
   16-byte boundary, and an unaligned one is an illegal instruction on the GPU, ``lab/gluon_bwd_probe``), 1 KiB
-  [2]; dS as two buffers of 128 keys × 64 queries, 32 KiB [32]; each consumer's share of dQ (64 × D/2 fp32), 32 KiB [16]. 193 KiB of 227 [146]; a third stage
-  at D = 128 would not fit. Q, dO, V and dS use the NVMMA 128-byte swizzle; K a swizzle half a row wide
-  (128 bytes at D = 128, 64 at D = 64), so each consumer's half of K's columns starts on a swizzle atom; dQ's
-  tile the 128-byte swizzle for fp32, i.e. column blocks of 32.
+  [2]; dS as two buffers of 128 keys × 64 queries, 32 KiB [32]; each consumer's share of dQ (64 × D/2 fp32),
+  32 KiB [16]. 193 KiB of 227 [146]; a third stage at D = 128 would not fit. Q, dO, V and dS use the NVMMA
+  128-byte swizzle; K a swizzle half a row wide (128 bytes at D = 128, 64 at D = 64), so each consumer's half of
+  K's columns starts on a swizzle atom; dQ's tile the 128-byte swizzle for fp32, i.e. column blocks of 32.
 - Roles (``gl.warp_specialize``): the default partition (4 warps) is consumer 0, worker 0 (4 warps) consumer 1,
   worker 1 (1 warp) the producer, which only issues TMA. Registers per thread (``setmaxnreg``): producer 24,
   consumers 240 each (Triton hands the default partition 504 − 240 − 24, as in the forward). ptxas: 168
@@ -274,8 +274,8 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 
 @gluon.jit
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
-                        lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                        STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                        lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
+                        BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                         PRODUCER_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)

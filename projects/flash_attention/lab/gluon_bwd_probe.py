@@ -3,8 +3,8 @@ fault (a sticky CUDA error that poisons every later launch of its process) is on
 
 Per shape: PASS or FAIL by ``gluon_bwd_check.check_case`` (dq, dk, dv within FlashAttention's rule of the fp32
 reference, finite, inputs unchanged; its failing lines follow), or CRASH (the process died or raised: its last
-error line). With ``--sanitize``, the first crashing shape is run again under ``compute-sanitizer`` (memcheck), whose report names
-the faulting instruction. Times nothing.
+error line). With ``--sanitize``, the first crashing shape is run again under ``compute-sanitizer`` (memcheck),
+whose report names the faulting instruction. Times nothing.
 
     python -m gpufolio_projects.flash_attention.lab.gluon_bwd_probe [--sanitize]
 """
