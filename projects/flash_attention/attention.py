@@ -9,7 +9,7 @@ Supported: CUDA tensors in bfloat16/float16 (float32 too, but only under TRITON_
 head dims in ``SUPPORTED_HEAD_DIMS``, any sequence lengths. Anything else raises TypeError/ValueError before a
 kernel launches.
 
-Backends (the forward kernel; the backward is always the Triton one, kernels/bwd.py):
+Backends (the forward kernel; the backward is the Triton one, kernels/bwd.py, except for "gluon_bwd"):
     "triton"         kernels/fwd.py, everything above.
     "gluon"          kernels/gluon_fwd.py: warp-specialised (TMA producer warp, two ping-ponging wgmma consumer
                      warpgroups), Hopper and triton 3.6 only; Sq == Sk and H == Hkv (no GQA/MQA yet).
@@ -22,6 +22,8 @@ Backends (the forward kernel; the backward is always the Triton one, kernels/bwd
                      the wait on P·V above the softmax).
     "gluon_persistent" "gluon_under_pv" with one CTA per SM walking tiles, the next tile's Q loading during
                      the current one.
+    "gluon_bwd"      "gluon_persistent"'s forward and the warp-specialised Gluon backward (kernels/gluon_bwd.py:
+                     a TMA producer warp, two consumer warpgroups, dQ by TMA reduce-adds).
 """
 from __future__ import annotations
 
@@ -33,13 +35,15 @@ from .kernels.launch import attn_bwd, attn_fwd
 from .kernels.tuning import SUPPORTED_HEAD_DIMS, interpreting
 
 GPU_DTYPES = (torch.bfloat16, torch.float16)
-BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean", "gluon_under_pv", "gluon_persistent")
+BACKENDS = ("triton", "gluon", "gluon_overlap", "gluon_lean", "gluon_under_pv", "gluon_persistent", "gluon_bwd")
 # The Gluon backends' schedules: backend -> gluon_attention_fwd's schedule keywords; ping-pong is always on.
 GLUON_SCHEDULES = {"gluon": dict(overlap=False, lean=False, under_pv=False),
                    "gluon_overlap": dict(overlap=True, lean=False, under_pv=False),
                    "gluon_lean": dict(overlap=True, lean=True, under_pv=False),
                    "gluon_under_pv": dict(overlap=True, lean=True, under_pv=True),
-                   "gluon_persistent": dict(overlap=True, lean=True, under_pv=True, persistent=True)}
+                   "gluon_persistent": dict(overlap=True, lean=True, under_pv=True, persistent=True),
+                   "gluon_bwd": dict(overlap=True, lean=True, under_pv=True, persistent=True)}
+GLUON_BACKWARD = ("gluon_bwd", )  # the backends whose backward is kernels/gluon_bwd.py
 INTERPRETER_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -122,12 +126,19 @@ class FlashAttentionFunction(torch.autograd.Function):
         ctx.causal = causal
         ctx.scale = scale
         ctx.atomic_dq = atomic_dq
+        ctx.backend = backend
         return o
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = attn_bwd(do.contiguous(), q, k, v, o, lse, ctx.causal, ctx.scale, atomic_dq=ctx.atomic_dq)
+        if ctx.backend in GLUON_BACKWARD:
+            from .kernels.gluon_bwd import gluon_attention_bwd
+
+            dq, dk, dv = gluon_attention_bwd(do.contiguous(), q, k, v, o, lse.view(q.shape[:3]), ctx.causal,
+                                             ctx.scale)
+        else:
+            dq, dk, dv = attn_bwd(do.contiguous(), q, k, v, o, lse, ctx.causal, ctx.scale, atomic_dq=ctx.atomic_dq)
         return dq, dk, dv, None, None, None, None
 
 

@@ -49,18 +49,22 @@ def gluon_missing() -> str | None:
 
 # The Gluon forward's schedules: variant -> flash_attention's backend.
 GLUON_BACKENDS = {"gluon_fa": "gluon", "gluon_fa_overlap": "gluon_overlap", "gluon_fa_lean": "gluon_lean",
-                  "gluon_fa_under_pv": "gluon_under_pv", "gluon_fa_persistent": "gluon_persistent"}
+                  "gluon_fa_under_pv": "gluon_under_pv", "gluon_fa_persistent": "gluon_persistent",
+                  "gluon_fa_bwd": "gluon_bwd"}
 GLUON_LABELS = {"gluon_fa": "Gluon FlashAttention, warp-specialised, ping-pong (ours)",
                 "gluon_fa_overlap": "Gluon FlashAttention, ping-pong + intra-warpgroup overlap (ours)",
                 "gluon_fa_lean": "Gluon FlashAttention, overlap + per-thread mbarrier arrives (ours)",
                 "gluon_fa_under_pv": "Gluon FlashAttention, lean + softmax under P·V (ours)",
-                "gluon_fa_persistent": "Gluon FlashAttention, softmax under P·V, persistent (ours)"}
+                "gluon_fa_persistent": "Gluon FlashAttention, softmax under P·V, persistent (ours)",
+                "gluon_fa_bwd": "Gluon FlashAttention, persistent forward, warp-specialised Gluon backward (ours)"}
+GLUON_BACKWARD_VARIANTS = ("gluon_fa_bwd", )  # gluon_fa_persistent's forward: forward+backward only
 
 
 def _gluon_variants(backward: bool) -> list[Variant]:
     tail = ", Triton backward" if backward else ""
-    return [Variant(name, "candidate", label.replace(" (ours)", f"{tail} (ours)"), available=gluon_missing)
-            for name, label in GLUON_LABELS.items()]
+    return [Variant(name, "candidate", label if name in GLUON_BACKWARD_VARIANTS else
+                    label.replace(" (ours)", f"{tail} (ours)"), available=gluon_missing)
+            for name, label in GLUON_LABELS.items() if backward or name not in GLUON_BACKWARD_VARIANTS]
 
 
 VARIANTS = [
@@ -118,6 +122,8 @@ def _attention_fn(variant: str, p: dict, device, backward: bool):
     if variant in GLUON_BACKENDS:
         import torch
 
+        if variant in GLUON_BACKWARD_VARIANTS and not backward:
+            raise Unsupported("same forward as gluon_fa_persistent (the variants differ in the backward only)")
         if device.type != "cuda" or torch.cuda.get_device_capability(device) != (9, 0):
             raise Unsupported("the Gluon forward needs a Hopper GPU (sm_90a: wgmma, TMA, setmaxnreg)")
         from .attention import flash_attention

@@ -82,13 +82,12 @@ launch one after another, so causally the longest CTAs, a head's first key block
   the first whose rows reach key 128·n; full attention walks every query block.
 
 Checked: compiles for sm_90a without a GPU (``lab/gluon_bwd_compile``, D 64 and 128, causal and not, through
-ptxas). Not yet run on a GPU: ``lab/gluon_bwd_check`` holds dQ, dK and dV to FlashAttention's rule against the
-fp32 reference.
+ptxas); on a GPU, ``lab/gluon_bwd_check`` holds dQ, dK and dV to FlashAttention's rule against the fp32
+reference and ``lab/gluon_bwd_probe`` runs one shape per process (a fault in one does not hide the others).
 
 Not done: overlap of one query block's dQ wgmma and reduce with the next block's Sᵀ and dPᵀ (FlashAttention-3's
 pipelining; here the dQ wgmma is waited out at once), a dQ-writer warp, GQA, Sq != Sk, fp8, a persistent grid.
-Not yet reachable from ``flash_attention``: it joins as a backend (with a bench variant) once it has been timed;
-until then ``lab/gluon_bwd_check``, ``lab/gluon_bwd_probe`` and ``lab/profile --backend gluon_bwd`` run it.
+Reached through ``flash_attention(..., backend="gluon_bwd")`` (attention.py), the bench's ``gluon_fa_bwd``.
 """
 from __future__ import annotations
 

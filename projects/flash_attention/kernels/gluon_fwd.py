@@ -2,14 +2,16 @@
 TMA loads into an mbarrier ring, two consumer warpgroups on wgmma, ping-ponging on the tensor cores.
 Reached through ``flash_attention(..., backend="gluon")`` (``"gluon_overlap"`` adds the intra-warpgroup
 overlap, ``"gluon_lean"`` the lean per-key-block synchronisation on top of it, ``"gluon_under_pv"`` the softmax
-running under P·V on top of that, ``"gluon_persistent"`` persistent CTAs on top of that); its backward is the Triton one (kernels/bwd.py), fed this kernel's O and LSE.
+running under P·V on top of that, ``"gluon_persistent"`` persistent CTAs on top of that); its backward is the
+Triton one (kernels/bwd.py), fed this kernel's O and LSE.
 
 Written against triton 3.6's Gluon (``gl.warp_specialize(functions_and_args, worker_num_warps,
 worker_num_regs)``, the first pair being the default partition; ``tma.async_copy_global_to_shared``); later
 Gluon renamed and reshaped several of these, so it runs on triton 3.6 only (``unavailable`` says why not).
 
-Design (one CTA per 128 query rows of one (batch, head); grid = (cdiv(S, 128), B·H), causal (B·H, cdiv(S, 128))
-with the query blocks walked from the last down, so the longest CTAs start first):
+Design (one CTA per tile of 128 query rows of one (batch, head); a 1-D grid of cdiv(S, 128) · B·H tiles in the
+order of ``tile_order.py``: full, head after head; causal, heads in groups whose K/V fits in L2, the longest
+tiles of a group first):
 
 - Tiles: each consumer owns BLOCK_M = 64 query rows (one wgmma M per warpgroup), so S = Q·Kᵀ (64 × 128 fp32)
   and O (64 × D fp32) are 64 registers each per thread at D = 128 — FlashAttention-3's split for D = 128;
@@ -67,8 +69,9 @@ with the query blocks walked from the last down, so the longest CTAs start first
   two without the overlap, the turn being waited on twice), and each consumer's key-block loop is about 55
   SASS instructions shorter (653 to 597 at D = 128 with the overlap; ``lab/gluon_compile`` counts both).
   ``lab/gluon_protocol`` plays the protocol, both release styles, under random schedules.
-- Persistent (``PERSISTENT``; needs ``UNDER_PV``): one CTA per SM, each walking tiles t = pid, pid + grid, …
-  in the causal launch order above (``_tile_of``). Q is double-buffered (``q_full``/``q_empty`` per buffer, the
+- Persistent (``PERSISTENT``; needs ``UNDER_PV``): one CTA per SM, each walking its list of tiles from a schedule
+  the host builds once per shape (``tile_order.lpt_schedule``: the launch order above, each tile to the CTA with
+  the least work so far; ``sched_ptr``). Q is double-buffered (``q_full``/``q_empty`` per buffer, the
   latter counting both consumers' releases after a tile's last wgmma), so the producer loads tile i + 1's Q and
   first K/V blocks while the consumers finish tile i; the K/V ring and the turns run on across tiles (block j of
   a tile is ring count kv0 + j, its k-th turn turn0 + k, turn0 growing by n + 1 per tile). 197 KiB of shared
@@ -87,6 +90,7 @@ Not done: a TMA store of O, GQA, Sq != Sk, fp8.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import triton
@@ -96,6 +100,8 @@ from triton.experimental.gluon.language.nvidia import hopper
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
+from . import tile_order
+
 LOG2E = math.log2(math.e)
 GLUON_TRITON = "3.6"  # the triton release whose Gluon API this file is written against
 BLOCK_M = 64  # query rows per consumer warpgroup; a CTA covers 2 × BLOCK_M
@@ -103,25 +109,26 @@ BLOCK_N = 128  # keys per step
 STAGES = {64: 3, 128: 2}  # K/V ring depth per head dim (shared-memory budget above)
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals per consumer
+assert tile_order.BLOCK == 2 * BLOCK_M == BLOCK_N, "tile_order models the kernel's tiles and key blocks"
 
 
 @gluon.jit
-def _tile(CAUSAL: gl.constexpr):
-    """(query block of 2·BLOCK_M rows, batch·head) of this CTA. Causal grids are (B·H, query blocks), walked
-    from the last query block down: CTAs start in launch order, and the longest (the last query block's, with
-    every key block) then start first and the shortest last, so the final wave is not left to the longest."""
+def _tile_of(t, n_q_blocks, n_bh, group, CAUSAL: gl.constexpr):
+    """(query block, batch·head) of tile t (``tile_order.tile_of``): full, each head's query blocks in turn;
+    causal, heads in groups of ``group``, the longest tiles (last query blocks) of a group first."""
     if CAUSAL:
-        return gl.num_programs(1) - 1 - gl.program_id(1), gl.program_id(0)
-    return gl.program_id(0), gl.program_id(1)
-
-
-@gluon.jit
-def _tile_of(t, n_q_blocks, n_bh, CAUSAL: gl.constexpr):
-    """(query block, batch·head) of a persistent CTA's tile t, in the order ``_tile`` launches them: causal
-    tiles from the last query block down, across every batch·head first."""
-    if CAUSAL:
-        return n_q_blocks - 1 - t // n_bh, t % n_bh
+        span = n_q_blocks * group
+        g = t // span
+        heads = gl.minimum(group, n_bh - g * group)  # the last group may be smaller
+        r = t - g * span
+        return n_q_blocks - 1 - r // heads, g * group + r % heads
     return t % n_q_blocks, t // n_q_blocks
+
+
+@gluon.jit
+def _unpack_tile(packed):
+    """(query block, batch·head) of a persistent schedule's entry (``tile_order.pack``: bh in the low 16 bits)."""
+    return packed >> 16, packed & 0xFFFF
 
 
 @gluon.jit
@@ -152,17 +159,16 @@ def _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty,
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty,
-              seqlen, n_blocks, n_bh, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+              seqlen, n_bh, group, sched_ptr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr):
     # Rows of the [B·H·S, D] views: a tile's (batch, head) starts at bh · S.
     if PERSISTENT:
-        # Tile after tile, Q double-buffered: tile i's Q goes into buffer i % 2 once both consumers are done
-        # with tile i - 2, so it lands while tile i - 1 still runs.
-        n_q_blocks = gl.cdiv(seqlen, 2 * BLOCK_M)
+        # This CTA's tiles from the schedule (tile_order.flat_schedule), Q double-buffered: tile i's Q goes into
+        # buffer i % 2 once both consumers are done with tile i - 2, so it lands while tile i - 1 still runs.
         kv0 = 0
         i = 0
-        for t in range(gl.program_id(0), n_q_blocks * n_bh, gl.num_programs(0)):
-            q_block, bh = _tile_of(t, n_q_blocks, n_bh, CAUSAL)
+        for e in range(gl.load(sched_ptr + gl.program_id(0)), gl.load(sched_ptr + gl.program_id(0) + 1)):
+            q_block, bh = _unpack_tile(gl.load(sched_ptr + e))
             n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
             base = bh * seqlen
             q_row = base + q_block * (2 * BLOCK_M)
@@ -177,14 +183,14 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k
             kv0 += n
             i += 1
     else:
-        q_block, bh = _tile(CAUSAL)
+        q_block, bh = _tile_of(gl.program_id(0), gl.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, CAUSAL)
+        n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
         base = bh * seqlen
         q_row = base + q_block * (2 * BLOCK_M)
         mbarrier.expect(q_full, 2 * q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_full, q_smem.index(0))
         tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_full, q_smem.index(1))
-        _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n_blocks, 0, BLOCK_N,
-                 STAGES)
+        _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n, 0, BLOCK_N, STAGES)
 
 
 @gluon.jit
@@ -358,7 +364,7 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
-              o_ptr, lse_ptr, seqlen, qk_scale, n_blocks, n_bh, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
+              o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr,
               PERSISTENT: gl.constexpr):
@@ -366,13 +372,12 @@ def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty
         my_turn = my_turn.index(HALF)
         other_turn = other_turn.index(1 - HALF)
     if PERSISTENT:
-        # The producer's tiles, in its order; turns per tile: n + 1 with the overlap, 2n without.
-        n_q_blocks = gl.cdiv(seqlen, 2 * BLOCK_M)
+        # The producer's tiles, in its order; n + 1 turns per tile (persistent runs the overlap's schedule).
         kv0 = 0
         turn0 = 0
         i = 0
-        for t in range(gl.program_id(0), n_q_blocks * n_bh, gl.num_programs(0)):
-            q_block, bh = _tile_of(t, n_q_blocks, n_bh, CAUSAL)
+        for e in range(gl.load(sched_ptr + gl.program_id(0)), gl.load(sched_ptr + gl.program_id(0) + 1)):
+            q_block, bh = _unpack_tile(gl.load(sched_ptr + e))
             n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
             buf = i % 2
             mbarrier.wait(q_full.index(buf), (i // 2) & 1)
@@ -381,21 +386,20 @@ def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty
                            BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV)
             _arrive(q_empty.index(buf), LEAN)  # every wgmma reading this Q has been waited out
             kv0 += n
-            if OVERLAP:
-                turn0 += n + 1
-            else:
-                turn0 += 2 * n
+            turn0 += n + 1
             i += 1
     else:
-        q_block, bh = _tile(CAUSAL)
+        q_block, bh = _tile_of(gl.program_id(0), gl.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, CAUSAL)
+        n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
         mbarrier.wait(q_full, 0)
         _consumer_tile(q_smem.index(HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
-                       o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n_blocks, 0, 0, HALF, BLOCK_M, BLOCK_N,
-                       HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV)
+                       o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n, 0, 0, HALF, BLOCK_M, BLOCK_N, HEAD_DIM,
+                       STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV)
 
 
 @gluon.jit
-def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, n_bh, HEAD_DIM: gl.constexpr,
+def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr,
+                        HEAD_DIM: gl.constexpr,
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr,
                         UNDER_PV: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
@@ -450,18 +454,16 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
             mbarrier.arrive(turn.index(0))  # consumer 0 takes the tensor cores first
     hopper.fence_async_shared()
 
-    n_blocks = _key_blocks(_tile(CAUSAL)[0], seqlen, BLOCK_M, BLOCK_N, CAUSAL)  # persistent: per tile instead
-
     # Each partition's tuple is spelled out: built by concatenating tuples, its constexprs arrived as tensors.
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1,
-                     o_ptr, lse_ptr, seqlen, qk_scale, n_blocks, n_bh, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL,
-                     PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT)),
+                     o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES,
+                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT)),
         (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0,
-                     o_ptr, lse_ptr, seqlen, qk_scale, n_blocks, n_bh, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL,
-                     PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT)),
+                     o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES,
+                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty,
-                     v_empty, seqlen, n_blocks, n_bh, BLOCK_M, BLOCK_N, STAGES, CAUSAL, PERSISTENT)),
+                     v_empty, seqlen, n_bh, group, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CAUSAL, PERSISTENT)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -476,8 +478,8 @@ def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = Fal
     if persistent and not under_pv:
         raise ValueError("persistent is written for the softmax-under-P·V schedule: it needs under_pv=True")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, UNDER_PV=under_pv, PERSISTENT=persistent, CONSUMER_REGS=CONSUMER_REGS,
-                PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
+                PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, UNDER_PV=under_pv, PERSISTENT=persistent,
+                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int):
@@ -490,7 +492,8 @@ def smem_layouts(dtype_bits: int, head_dim: int):
 def unavailable() -> str | None:
     """Why this kernel cannot run with the installed triton, or None."""
     if not triton.__version__.startswith(GLUON_TRITON + "."):
-        return f"the Gluon forward is written against triton {GLUON_TRITON}'s Gluon API; this is triton {triton.__version__}"
+        return (f"the Gluon forward is written against triton {GLUON_TRITON}'s Gluon API; "
+                f"this is triton {triton.__version__}")
     return None
 
 
@@ -532,11 +535,26 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     v_desc = TensorDescriptor.from_tensor(v2, [BLOCK_N, D], kv_layout)
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    tiles = triton.cdiv(S, 2 * BLOCK_M) * B * H
-    if persistent:  # one CTA per SM (shared memory allows no second), each walking tiles
-        grid = (min(tiles, torch.cuda.get_device_properties(q.device).multi_processor_count), )
+    n_q, n_bh = triton.cdiv(S, 2 * BLOCK_M), B * H
+    group = tile_order.group_heads(S, D, n_bh)
+    if persistent:  # one CTA per SM (shared memory allows no second), each walking its tiles
+        ctas = min(n_q * n_bh, torch.cuda.get_device_properties(q.device).multi_processor_count)
+        sched = _schedule(S, n_bh, group, causal, ctas, q.device)
     else:
-        grid = (B * H, triton.cdiv(S, 2 * BLOCK_M)) if causal else (triton.cdiv(S, 2 * BLOCK_M), B * H)
-    _attn_fwd_ws_kernel[grid](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, B * H, **args)
+        ctas, sched = n_q * n_bh, _schedule(S, n_bh, group, causal, 0, q.device)
+    _attn_fwd_ws_kernel[(ctas, )](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, n_bh, group, sched, **args)
     return o, lse
 
+
+@functools.cache
+def _schedule(seqlen: int, n_bh: int, group: int, causal: bool, ctas: int, device):
+    """The persistent kernel's tile lists (``tile_order.flat_schedule``) on the device, built once per shape;
+    ctas = 0 (a plain grid, which reads none): one placeholder entry."""
+    import torch
+
+    if not ctas:
+        return torch.zeros(1, dtype=torch.int32, device=device)
+    costs = tile_order.tile_costs(seqlen, n_bh, causal, group)
+    tiles = tile_order.lpt_schedule(costs, ctas)
+    flat = tile_order.flat_schedule(tiles, triton.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, causal)
+    return torch.tensor(flat, dtype=torch.int32, device=device)

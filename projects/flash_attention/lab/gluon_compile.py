@@ -39,7 +39,8 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
                  "k_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "v_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
-                 "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32"}
+                 "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32",
+                 "group": "i32", "sched_ptr": "*i32"}
     return compile_gluon(g._attn_fwd_ws_kernel, signature, args)
 
 

@@ -2,7 +2,7 @@
 
     python -m gpufolio_projects.flash_attention.lab.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
     python -m gpufolio_projects.flash_attention.lab.profile --backend triton,gluon_overlap --reps 1
-    python -m gpufolio_projects.flash_attention.lab.profile --backend gluon_bwd --reps 1   # the lab-only backward
+    python -m gpufolio_projects.flash_attention.lab.profile --backend gluon_bwd --bwd --reps 1   # the Gluon backward
 
 Several comma-separated backends run one after another in one process (one ncu session sees each kernel).
 
@@ -37,22 +37,11 @@ def main() -> None:
     do = torch.randn(shape, device="cuda", dtype=dtype)
     for backend in a.backend.split(","):
         for _ in range(a.reps):
-            if backend == "gluon_bwd":  # the lab-only Gluon backward, fed the Gluon forward's O and LSE
-                gluon_bwd_once(q.detach(), k.detach(), v.detach(), do, a.causal)
-                continue
             out = flash_attention(q, k, v, causal=a.causal, backend=backend)
             if a.bwd:
                 torch.autograd.grad(out, (q, k, v), do)
         torch.cuda.synchronize()
         print(f"profiled {backend} {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}", flush=True)
-
-
-def gluon_bwd_once(q, k, v, do, causal: bool) -> None:
-    from ..kernels.gluon_bwd import gluon_attention_bwd
-    from ..kernels.gluon_fwd import gluon_attention_fwd
-
-    o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
-    gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
 
 if __name__ == "__main__":

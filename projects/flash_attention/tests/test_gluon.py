@@ -1,10 +1,10 @@
-"""The Gluon forward (``kernels/gluon_fwd.py``, ``flash_attention(..., backend="gluon")``): on CPU, that it
-imports without a GPU and refuses what it cannot run with one clear line, that each Gluon backend and bench
-variant launches its schedule, and that the model of its barrier protocol (``lab/gluon_protocol``) holds for
-both release styles and catches a wrong arrival count; on a Hopper GPU with triton 3.6 (``gpu``), that its
-output and the Triton backward fed its O and LSE pass FlashAttention's rule on ragged shapes. Its full forward
-check is ``lab/gluon_check``. The Gluon backward (``kernels/gluon_bwd.py``, lab-only until it is timed): that it
-refuses what it cannot run, and that the model of its barrier protocol (``lab/gluon_bwd_protocol``) holds."""
+"""The Gluon forward (``kernels/gluon_fwd.py``, ``flash_attention(..., backend="gluon")``) and backward
+(``kernels/gluon_bwd.py``, ``backend="gluon_bwd"``): on CPU, that they import without a GPU and refuse what
+they cannot run with one clear line, that each Gluon backend and bench variant launches its schedule, that the
+backward reads LSE rows on 16-byte boundaries, and that the models of both barrier protocols
+(``lab/gluon_protocol``, ``lab/gluon_bwd_protocol``) hold and catch a wrong arrival count or a missing wait; on a
+Hopper GPU with triton 3.6 (``gpu``), that each backend's output and gradients pass FlashAttention's rule on
+ragged shapes. The full checks are ``lab/gluon_check`` and ``lab/gluon_bwd_check``."""
 import pytest
 import torch
 from gpufolio_projects.flash_attention import attention, bench
@@ -33,8 +33,7 @@ def test_refuses_an_unsupported_head_dim():
         gluon_fwd.kernel_args(96, causal=False, pingpong=True)
 
 
-def test_the_gluon_backward_refuses_what_it_cannot_run():
-    # kernels/gluon_bwd.py: checked on a GPU by lab/gluon_bwd_check and lab/gluon_bwd_probe, not yet a backend.
+def test_the_backward_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="head dim 96"):
         gluon_bwd.kernel_args(96, causal=False)
     q = torch.randn(1, 2, 64, 64, dtype=torch.bfloat16)
@@ -54,13 +53,33 @@ def test_the_gluon_backward_reads_lse_rows_that_start_on_16_byte_boundaries():
     assert gluon_bwd.aligned_rows(lse, 6, 336)[0].data_ptr() == lse.data_ptr()  # a multiple of 4: no copy
 
 
-def test_the_gluon_backward_protocol_model_holds_and_catches_a_missing_wait():
-    from gpufolio_projects.flash_attention.lab import gluon_bwd_protocol as bp
+def test_only_gluon_bwd_runs_the_gluon_backward(monkeypatch):
+    calls = []
 
-    assert bp.check(schedules=15) == []
-    assert len(bp.check(schedules=15, skip="ds_full")) == len(bp.SETTINGS)  # dQ would read half-written dS
-    # Without the producer's wait, a slot is refilled under its readers wherever the ring wraps.
-    assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st in bp.SETTINGS)
+    def fake_fwd(q, k, v, **kw):
+        return q.detach().clone(), torch.zeros(q.shape[:3])
+
+    def fake_bwd(do, q, k, v, o, lse, causal, scale):
+        calls.append(("gluon", tuple(lse.shape), causal, scale))
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+
+    def fake_triton_bwd(do, q, k, v, o, lse, causal, scale, atomic_dq=False):
+        calls.append(("triton", tuple(lse.shape), causal, scale))
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    monkeypatch.setattr(gluon_fwd, "gluon_attention_fwd", fake_fwd)
+    monkeypatch.setattr(gluon_bwd, "gluon_attention_bwd", fake_bwd)
+    monkeypatch.setattr(attention, "attn_bwd", fake_triton_bwd)
+    for backend in ("gluon_bwd", "gluon_persistent"):
+        q = torch.randn(1, 2, 16, 64, requires_grad=True)
+        out = attention.FlashAttentionFunction.apply(q, q, q, True, 0.125, False, backend)
+        out.sum().backward()
+    # gluon_bwd reads the LSE as [B, H, S]; the Triton backward as [B·H, S].
+    assert calls == [("gluon", (1, 2, 16), True, 0.125), ("triton", (2, 16), True, 0.125)]
+
+
+def test_the_gluon_backward_variant_is_forward_plus_backward_only():
+    with pytest.raises(bench.Unsupported, match="backward only"):
+        bench._attention_fn("gluon_fa_bwd", bench._params(4096, 128, False), torch.device("cuda"), backward=False)
 
 
 def test_names_the_triton_release_it_needs(monkeypatch):
@@ -89,11 +108,14 @@ def test_unknown_backend_is_refused():
 def test_bench_runs_the_gluon_variants_as_candidates_and_skips_them_off_hopper():
     for b in bench.BENCHES:
         gluon = [v for v in b.variants if v.name in bench.GLUON_BACKENDS]
-        assert [v.name for v in gluon] == list(bench.GLUON_BACKENDS)
+        expected = [n for n in bench.GLUON_BACKENDS
+                    if b.name == "attention_fwd_bwd" or n not in bench.GLUON_BACKWARD_VARIANTS]
+        assert [v.name for v in gluon] == expected
         assert {v.role for v in gluon} == {"candidate"}
     for variant in bench.GLUON_BACKENDS:
         with pytest.raises(bench.Unsupported, match="Hopper"):
-            bench._attention_fn(variant, bench.configs("dry")[0], torch.device("cpu"), backward=False)
+            bench._attention_fn(variant, bench.configs("dry")[0], torch.device("cpu"),
+                                backward=variant in bench.GLUON_BACKWARD_VARIANTS)
 
 
 def test_every_gluon_backend_has_a_schedule_and_a_bench_variant():
@@ -103,6 +125,7 @@ def test_every_gluon_backend_has_a_schedule_and_a_bench_variant():
     assert GLUON_SCHEDULES["gluon_lean"] == dict(overlap=True, lean=True, under_pv=False)
     assert GLUON_SCHEDULES["gluon_under_pv"] == dict(overlap=True, lean=True, under_pv=True)
     assert GLUON_SCHEDULES["gluon_persistent"] == dict(overlap=True, lean=True, under_pv=True, persistent=True)
+    assert GLUON_SCHEDULES["gluon_bwd"] == GLUON_SCHEDULES["gluon_persistent"]  # it differs in the backward
     assert set(bench.GLUON_LABELS) == set(bench.GLUON_BACKENDS)
 
 
@@ -185,10 +208,20 @@ def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean, under_pv, per
 @needs_hopper
 @pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "triton"])
 @pytest.mark.parametrize("S,D,causal", [(333, 128, False), (333, 128, True), (517, 64, True)])
-def test_triton_backward_from_the_gluon_forward_passes_the_flash_rule(backend, S, D, causal):
-    # The backward reads the forward's LSE: a wrong unit or layout there shows up in dq, dk, dv.
+def test_backward_of_each_gluon_backend_passes_the_flash_rule(backend, S, D, causal):
+    # The backward (the Triton one, or gluon_bwd's) reads the forward's LSE: a wrong unit or layout there shows
+    # up in dq, dk, dv.
     q, k, v = make_qkv(2, 3, 3, S, S, D, torch.bfloat16, device="cuda", grad=True)
     do = torch.randn_like(q)
     out = flash_attention(q, k, v, causal=causal, backend=backend)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
     check_flash_rule((out, dq, dk, dv), q, k, v, causal, do=do)
+
+
+def test_the_backward_protocol_model_holds_and_catches_a_missing_wait():
+    from gpufolio_projects.flash_attention.lab import gluon_bwd_protocol as bp
+
+    assert bp.check(schedules=15) == []
+    assert len(bp.check(schedules=15, skip="ds_full")) == len(bp.SETTINGS)  # dQ would read half-written dS
+    # Without the producer's wait, a slot is refilled under its readers wherever the ring wraps.
+    assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st in bp.SETTINGS)
