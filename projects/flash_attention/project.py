@@ -54,7 +54,7 @@ STAGES = (
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
     gpu_tests("tests", "projects/flash_attention", "-q", "-rfE", limit_s=300),
-    # The lab-only Gluon forward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).
+    # The Gluon forward and backward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).
     module("gluon_quick", f"{LAB}.gluon_check", "--quick", limit_s=120, default=False,
            what="the Gluon forward: headline and ragged shapes, ping-pong on"),
     module("gluon_check", f"{LAB}.gluon_check", limit_s=420, default=False,
