@@ -3,8 +3,12 @@
     python -m gpufolio_projects.flash_attention.lab.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
     python -m gpufolio_projects.flash_attention.lab.profile --backend triton,gluon_overlap --reps 1
     python -m gpufolio_projects.flash_attention.lab.profile --backend gluon_bwd --bwd --reps 1   # the Gluon backward
+    python -m gpufolio_projects.flash_attention.lab.profile --backend fa4,gluon_bwd --bwd --warmup   # a peer beside
 
-Several comma-separated backends run one after another in one process (one ncu session sees each kernel).
+Several comma-separated backends run one after another in one process (one ncu session sees each kernel). A name
+that is not a ``flash_attention`` backend is a bench variant (``fa4``, ``sdpa_cudnn``, ...), called as the bench
+calls it. ``--warmup`` runs each backend once first (compiles, autotuning) and the profiled reps inside an NVTX
+range named ``profile``, for ``ncu --nvtx --nvtx-include profile/``.
 
 Pin a config for the profile with GPUFOLIO_FA_FWD / _BWD_DKDV / _BWD_DQ = "block_m,block_n,warps,stages";
 otherwise the tuner's pick (its JSON file) is used.
@@ -12,6 +16,7 @@ otherwise the tuner's pick (its JSON file) is used.
 from __future__ import annotations
 
 import argparse
+import functools
 
 
 def main() -> None:
@@ -24,23 +29,39 @@ def main() -> None:
     ap.add_argument("--bwd", action="store_true")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dtype", default="bfloat16")
-    ap.add_argument("--backend", default="triton", help="flash_attention backends, comma-separated")
+    ap.add_argument("--backend", default="triton",
+                    help="flash_attention backends or bench variants (fa4, sdpa_cudnn, ...), comma-separated")
+    ap.add_argument("--warmup", action="store_true", help="one call per backend first, the reps in an NVTX range")
     a = ap.parse_args()
 
     import torch
 
-    from ..attention import flash_attention
+    from .. import bench
+    from ..attention import BACKENDS, flash_attention
 
     dtype = getattr(torch, a.dtype)
     shape = (a.tokens // a.S, a.H, a.S, a.D)
     q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=a.bwd) for _ in range(3))
     do = torch.randn(shape, device="cuda", dtype=dtype)
+    params = bench._params(a.S, a.D, a.causal, a.dtype, B=shape[0], H=a.H)
     for backend in a.backend.split(","):
-        for _ in range(a.reps):
-            out = flash_attention(q, k, v, causal=a.causal, backend=backend)
+        # (q, k, v) -> out: our backend, or a peer as the bench calls it.
+        call = (functools.partial(flash_attention, causal=a.causal, backend=backend) if backend in BACKENDS
+                else bench._attention_fn(backend, params, q.device, a.bwd))
+
+        def step():
+            out = call(q, k, v)
             if a.bwd:
                 torch.autograd.grad(out, (q, k, v), do)
+        if a.warmup:
+            step()
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push("profile")
+        for _ in range(a.reps):
+            step()
         torch.cuda.synchronize()
+        if a.warmup:
+            torch.cuda.nvtx.range_pop()
         print(f"profiled {backend} {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}", flush=True)
 
 
