@@ -51,14 +51,15 @@ STAGES = (
                             "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1", "--bwd",
                             "--backend", "gluon_bwd"),
           60, "ncu on the Gluon backward's kernel at the headline shape", default=False, needs=("ncu",)),
-    # FlashAttention-4's forward and backward kernels beside ours, forward+backward at the headline shape (after a
-    # warm-up call that compiles FlashAttention-4; the profiled call inside the NVTX range).
-    Stage("ncu_fa4_bwd", ("ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "profile/",
+    # The backward's kernels, FlashAttention-4's beside the Gluon backend's (preprocess, main kernel, dQ's
+    # conversion each), forward+backward at the headline shape.
+    Stage("ncu_fa4_bwd", ("ncu", "--clock-control", "none", "--kernel-name", "regex:bwd|Backward|dq_convert",
+                          "--launch-count", "6",
                           "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis", "--section", "Occupancy",
                           "--section", "LaunchStats", "--section", "WarpStateStats", "--section", "SchedulerStats",
                           "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1", "--bwd",
-                          "--warmup", "--backend", "fa4,gluon_bwd"),
-          150, "ncu on FlashAttention-4's and the Gluon backend's kernels, forward+backward at the headline shape",
+                          "--backend", "fa4,gluon_bwd"),
+          150, "ncu on FlashAttention-4's and the Gluon backend's backward kernels at the headline shape",
           default=False, needs=("ncu",)),
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),

@@ -3,12 +3,12 @@
     python -m gpufolio_projects.flash_attention.lab.profile --S 4096 --D 128 [--causal] [--bwd] [--reps 3]
     python -m gpufolio_projects.flash_attention.lab.profile --backend triton,gluon_overlap --reps 1
     python -m gpufolio_projects.flash_attention.lab.profile --backend gluon_bwd --bwd --reps 1   # the Gluon backward
-    python -m gpufolio_projects.flash_attention.lab.profile --backend fa4,gluon_bwd --bwd --warmup   # a peer beside
+    python -m gpufolio_projects.flash_attention.lab.profile --backend fa4,gluon_bwd --bwd --reps 1   # a peer beside
 
 Several comma-separated backends run one after another in one process (one ncu session sees each kernel). A name
 that is not a ``flash_attention`` backend is a bench variant (``fa4``, ``sdpa_cudnn``, ...), called as the bench
-calls it. ``--warmup`` runs each backend once first (compiles, autotuning) and the profiled reps inside an NVTX
-range named ``profile``, for ``ncu --nvtx --nvtx-include profile/``.
+calls it. Pick the kernels with ``ncu --kernel-name``, not an NVTX range: autograd runs the backward's kernels
+on a thread of its own, outside a range pushed here.
 
 Pin a config for the profile with GPUFOLIO_FA_FWD / _BWD_DKDV / _BWD_DQ = "block_m,block_n,warps,stages";
 otherwise the tuner's pick (its JSON file) is used.
@@ -31,7 +31,6 @@ def main() -> None:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--backend", default="triton",
                     help="flash_attention backends or bench variants (fa4, sdpa_cudnn, ...), comma-separated")
-    ap.add_argument("--warmup", action="store_true", help="one call per backend first, the reps in an NVTX range")
     a = ap.parse_args()
 
     import torch
@@ -53,15 +52,9 @@ def main() -> None:
             out = call(q, k, v)
             if a.bwd:
                 torch.autograd.grad(out, (q, k, v), do)
-        if a.warmup:
-            step()
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_push("profile")
         for _ in range(a.reps):
             step()
         torch.cuda.synchronize()
-        if a.warmup:
-            torch.cuda.nvtx.range_pop()
         print(f"profiled {backend} {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}", flush=True)
 
 
