@@ -47,13 +47,10 @@ def main() -> None:
         # (q, k, v) -> out: our backend, or a peer as the bench calls it.
         call = (functools.partial(flash_attention, causal=a.causal, backend=backend) if backend in BACKENDS
                 else bench._attention_fn(backend, params, q.device, a.bwd))
-
-        def step():
+        for _ in range(a.reps):
             out = call(q, k, v)
             if a.bwd:
                 torch.autograd.grad(out, (q, k, v), do)
-        for _ in range(a.reps):
-            step()
         torch.cuda.synchronize()
         print(f"profiled {backend} {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}", flush=True)
 
