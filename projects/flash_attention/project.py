@@ -2,7 +2,7 @@
 
 The bench stages keep the tuner's picks and timings (tune.json) beside their records, as evidence.
 """
-from gpufolio.lab import Stage, bench, gpu_tests, module
+from gpufolio.lab import bench, gpu_tests, module, ncu
 
 # The project's facts (gpufolio.project_facts reads these literals without running this file).
 TITLE = "FlashAttention"
@@ -14,6 +14,8 @@ LAB = "gpufolio_projects.flash_attention.lab"
 TUNE = {"GPUFOLIO_FA_TUNE_FILE": "{out}/tune.json", "GPUFOLIO_FA_TUNE_VERBOSE": "1"}
 # Forward configs too risky for the bench (warp specialisation), timed by experiment.py.
 EXPERIMENT_CONFIGS = ("128,128,8,3", "128,128,8,2,ws", "128,128,4,2,ws")
+NCU_SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "WarpStateStats")
+PROFILE = ("{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1")  # one call, headline shape
 
 STAGES = (
     bench(P, "bench", "--quick", "--timeout", "90", limit_s=240, env=TUNE),  # FlashAttention-4 compiles at first use
@@ -27,40 +29,22 @@ STAGES = (
           "--variant", "sdpa_cudnn", "--variant", "fa4",
           "--timeout", "90", limit_s=360, default=False, env=TUNE),
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
-    Stage("ncu", ("ncu", "--clock-control", "none", "--kernel-name",
-                  "regex:_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", "--launch-count", "3",
-                  "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis", "--section", "Occupancy",
-                  "--section", "LaunchStats", "--section", "WarpStateStats",
-                  "{python}", "-m", "gpufolio_projects.flash_attention.lab.profile", "--S", "4096", "--D", "128",
-                  "--bwd", "--reps", "1"),
-          40, "ncu on the forward, dK/dV and dQ kernels at the headline shape", needs=("ncu",)),
+    ncu("ncu", "_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", 3, NCU_SECTIONS, *PROFILE, "--bwd", limit_s=40,
+        what="ncu on the forward, dK/dV and dQ kernels at the headline shape"),
     # The Triton forward (the tuner's pick at the headline shape, pinned) and the Gluon forward's schedules.
-    Stage("ncu_gluon", ("ncu", "--clock-control", "none", "--kernel-name", "regex:_attn_fwd_kernel|_attn_fwd_ws_kernel",
-                        "--launch-count", "4", "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis",
-                        "--section", "Occupancy", "--section", "LaunchStats", "--section", "WarpStateStats",
-                        "--section", "SchedulerStats",
-                        "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1",
-                        "--backend", "triton,gluon_lean,gluon_under_pv,gluon_persistent"),
-          80, "ncu on the Triton forward and three of the Gluon forward's schedules at the headline shape",
-          default=False, needs=("ncu",), env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
+    ncu("ncu_gluon", "_attn_fwd_kernel|_attn_fwd_ws_kernel", 4, (*NCU_SECTIONS, "SchedulerStats"), *PROFILE,
+        "--backend", "triton,gluon_lean,gluon_under_pv,gluon_persistent", limit_s=80, default=False,
+        what="ncu on the Triton forward and three of the Gluon forward's schedules at the headline shape",
+        env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
     # The Gluon backward's kernel alone (its forward is the persistent Gluon one, which does not tune).
-    Stage("ncu_gluon_bwd", ("ncu", "--clock-control", "none", "--kernel-name", "regex:_attn_bwd_ws_kernel",
-                            "--launch-count", "1", "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis",
-                            "--section", "Occupancy", "--section", "LaunchStats", "--section", "WarpStateStats",
-                            "--section", "SchedulerStats", "--section", "MemoryWorkloadAnalysis",
-                            "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1", "--bwd",
-                            "--backend", "gluon_bwd"),
-          60, "ncu on the Gluon backward's kernel at the headline shape", default=False, needs=("ncu",)),
+    ncu("ncu_gluon_bwd", "_attn_bwd_ws_kernel", 1, (*NCU_SECTIONS, "SchedulerStats", "MemoryWorkloadAnalysis"),
+        *PROFILE, "--bwd", "--backend", "gluon_bwd", limit_s=60, default=False,
+        what="ncu on the Gluon backward's kernel at the headline shape"),
     # The backward's kernels, FlashAttention-4's beside the Gluon backend's (preprocess, main kernel, dQ's
     # conversion each), forward+backward at the headline shape.
-    Stage("ncu_fa4_bwd", ("ncu", "--clock-control", "none", "--kernel-name", "regex:bwd|Backward|dq_convert",
-                          "--launch-count", "6",
-                          "--section", "SpeedOfLight", "--section", "ComputeWorkloadAnalysis", "--section", "Occupancy",
-                          "--section", "LaunchStats", "--section", "WarpStateStats", "--section", "SchedulerStats",
-                          "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", "128", "--reps", "1", "--bwd",
-                          "--backend", "fa4,gluon_bwd"),
-          150, "ncu on FlashAttention-4's and the Gluon backend's backward kernels at the headline shape",
-          default=False, needs=("ncu",)),
+    ncu("ncu_fa4_bwd", "bwd|Backward|dq_convert", 6, (*NCU_SECTIONS, "SchedulerStats"), *PROFILE, "--bwd",
+        "--backend", "fa4,gluon_bwd", limit_s=150, default=False,
+        what="ncu on FlashAttention-4's and the Gluon backend's backward kernels at the headline shape"),
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
     module("gluon_bwd_ring", f"{LAB}.gluon_probe", "--bwd", limit_s=120, default=False,

@@ -100,6 +100,16 @@ def module(name: str, mod: str, *args: str, limit_s: float, what: str = "", defa
     return Stage(name, ("{python}", "-m", mod, *args), limit_s, what or mod, default, env=dict(env or {}))
 
 
+def ncu(name: str, kernels: str, launches: int, sections: Sequence[str], *command: str, limit_s: float, what: str,
+        default: bool = True, env: Mapping[str, str] | None = None) -> Stage:
+    """An ``ncu`` stage at the clocks the GPU runs at (no locking): the first ``launches`` launches of kernels whose
+    names match the regex ``kernels``, with the named report sections, under ``command`` (``{python}`` and a
+    profile script, usually)."""
+    argv = ("ncu", "--clock-control", "none", "--kernel-name", f"regex:{kernels}", "--launch-count", str(launches),
+            *(arg for section in sections for arg in ("--section", section)), *command)
+    return Stage(name, argv, limit_s, what, default, needs=("ncu",), env=dict(env or {}))
+
+
 def stages(project: str, root: Path) -> tuple[Stage, ...]:
     """``STAGES`` of ``projects/<project>/project.py``; () for a project that declares none."""
     if project not in PROJECTS:

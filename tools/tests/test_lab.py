@@ -35,6 +35,14 @@ def test_declared_stages_resolve(project):
             assert tool in ("ncu", "cuobjdump", "nvcc", "compute-sanitizer"), tool
 
 
+def test_an_ncu_stage_names_its_kernels_launches_and_sections_and_needs_ncu():
+    s = lab.ncu("ncu_x", "fwd|bwd", 2, ("SpeedOfLight", "Occupancy"), "{python}", "-m", "m", "--reps", "1",
+                limit_s=30, what="ncu on x")
+    assert s.argv == ("ncu", "--clock-control", "none", "--kernel-name", "regex:fwd|bwd", "--launch-count", "2",
+                      "--section", "SpeedOfLight", "--section", "Occupancy", "{python}", "-m", "m", "--reps", "1")
+    assert (s.needs, s.limit_s, s.what, s.default) == (("ncu",), 30, "ncu on x", True)
+
+
 def _tree(tmp_path: Path, stages_src: str) -> Path:
     root = tmp_path / "tree"
     (root / "projects" / "gemm_ladder").mkdir(parents=True)

@@ -23,11 +23,12 @@ previous dQ wgmma has been waited out), so that wait is belt and braces.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import sys
 from dataclasses import dataclass, field
 
-from .gluon_protocol import LANES, WARPS, Barrier, ProtocolError, play
+from .gluon_protocol import LANES, WARPS, Barrier, ProtocolError, first_failure, play
 
 PER = LANES * WARPS  # per-thread arrivals of one consumer warpgroup
 
@@ -187,12 +188,9 @@ def check(schedules: int, skip: str | None = None) -> list[str]:
     """Every setting under ``schedules`` random schedules; the failures (setting: error)."""
     failures = []
     for n, st in SETTINGS:
-        for seed in range(schedules):
-            try:
-                Model(n, st, seed=seed, skip=skip).run()
-            except ProtocolError as exc:
-                failures.append(f"query blocks={n} stages={st} seed={seed}: {exc}")
-                break
+        failure = first_failure(functools.partial(Model, n, st, skip=skip), range(schedules))
+        if failure:
+            failures.append(f"query blocks={n} stages={st} {failure}")
     return failures
 
 

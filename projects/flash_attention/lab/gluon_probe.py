@@ -21,76 +21,85 @@ BWD_DEPTHS = ((128, (2, 3)), (64, (4, 5)))
 B_H_S = (4, 16, 4096)
 
 
+def _ring_depths(stages: dict, depths):
+    """Each (D, ring depth) of ``depths``, with ``stages`` (a kernel's STAGES table) set to it meanwhile and put
+    back afterwards."""
+    default = dict(stages)
+    try:
+        for D, ring in depths:
+            for depth in ring:
+                stages[D] = depth
+                yield D, depth
+    finally:
+        stages.update(default)
+
+
+def _inputs(count: int, D: int) -> list:
+    """``count`` seeded bf16 [B, H, S, D] tensors at the probe's shape."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    return [torch.randn((*B_H_S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(count)]
+
+
+def _fwd_flops(D: int, causal: bool) -> float:
+    B, H, S = B_H_S
+    return 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+
+
+def _print_row(cells: tuple, ok: bool, call, flops: float) -> None:
+    """One table row: the setting's cells, the rule's verdict, then ``call`` timed by the harness's event timer."""
+    from gpufolio.timing import time_events
+
+    ms = time_events(call, warmup_ms=50.0, rep_ms=200.0).median_ms
+    print(" | ".join([*map(str, cells), "pass" if ok else "FAIL", f"{ms:.4f}", f"{flops / ms / 1e9:.1f}"]),
+          flush=True)
+
+
+def probe_forward() -> int:
+    """The forward's K/V ring at today's depth and one deeper, ping-pong with and without the overlap."""
+    from ..kernels import gluon_fwd
+    from .gluon_check import check_case
+
+    print("D | causal | overlap | stages | rule | median ms | TFLOP/s", flush=True)
+    for D, stages in _ring_depths(gluon_fwd.STAGES, DEPTHS):
+        for causal in (False, True):
+            for overlap in (False, True):
+                ok = check_case(*B_H_S, D, causal, pingpong=True, overlap=overlap)
+                q, k, v = _inputs(3, D)
+
+                def call(q=q, k=k, v=v, causal=causal, overlap=overlap):
+                    return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap)
+
+                _print_row((D, causal, overlap, stages), ok, call, _fwd_flops(D, causal))
+    return 0
+
+
 def probe_backward() -> int:
     """The backward's Q/dO ring, 2 against 3 stages at D = 128 (4 against 5 at D = 64): each setting checked,
     then the backward alone (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
-    import torch
-    from gpufolio.timing import time_events
-
     from ..kernels import gluon_bwd
     from ..kernels.gluon_fwd import gluon_attention_fwd
     from .gluon_bwd_check import check_case
 
-    B, H, S = B_H_S
-    default = dict(gluon_bwd.STAGES)
     print("D | causal | stages | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)", flush=True)
-    try:
-        for D, depths in BWD_DEPTHS:
-            for stages in depths:
-                gluon_bwd.STAGES[D] = stages
-                for causal in (False, True):
-                    ok = check_case(B, H, S, D, causal)
-                    gen = torch.Generator(device="cuda").manual_seed(1)
-                    q, k, v, do = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen)
-                                   for _ in range(4))
-                    o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
+    for D, stages in _ring_depths(gluon_bwd.STAGES, BWD_DEPTHS):
+        for causal in (False, True):
+            ok = check_case(*B_H_S, D, causal)
+            q, k, v, do = _inputs(4, D)
+            o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
 
-                    def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
-                        return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
+            def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
+                return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
-                    ms = time_events(call, warmup_ms=50.0, rep_ms=200.0).median_ms
-                    flops = 2.5 * 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
-                    print(f"{D} | {causal} | {stages} | {'pass' if ok else 'FAIL'} | {ms:.4f} | "
-                          f"{flops / ms / 1e9:.1f}", flush=True)
-    finally:
-        gluon_bwd.STAGES.update(default)
+            _print_row((D, causal, stages), ok, call, 2.5 * _fwd_flops(D, causal))
     return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bwd", action="store_true", help="the backward's Q/dO ring instead of the forward's K/V ring")
-    if ap.parse_args().bwd:
-        return probe_backward()
-    import torch
-    from gpufolio.timing import time_events
-
-    from ..kernels import gluon_fwd
-    from .gluon_check import check_case
-
-    B, H, S = B_H_S
-    default = dict(gluon_fwd.STAGES)
-    print("D | causal | overlap | stages | rule | median ms | TFLOP/s", flush=True)
-    try:
-        for D, depths in DEPTHS:
-            for stages in depths:
-                gluon_fwd.STAGES[D] = stages
-                for causal in (False, True):
-                    for overlap in (False, True):
-                        ok = check_case(B, H, S, D, causal, pingpong=True, overlap=overlap)
-                        gen = torch.Generator(device="cuda").manual_seed(1)
-                        q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen)
-                                   for _ in range(3))
-                        def call(q=q, k=k, v=v, causal=causal, overlap=overlap):
-                            return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap)
-
-                        ms = time_events(call, warmup_ms=50.0, rep_ms=200.0).median_ms
-                        flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
-                        print(f"{D} | {causal} | {overlap} | {stages} | {'pass' if ok else 'FAIL'} | {ms:.4f} | "
-                              f"{flops / ms / 1e9:.1f}", flush=True)
-    finally:
-        gluon_fwd.STAGES.update(default)
-    return 0
+    return probe_backward() if ap.parse_args().bwd else probe_forward()
 
 
 if __name__ == "__main__":
