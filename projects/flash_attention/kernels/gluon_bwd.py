@@ -103,6 +103,7 @@ from .gluon_fwd import CONSUMER_THREADS, LOG2E, _arrive, _check_inputs, unavaila
 BLOCK_M = 64  # query rows per step (the wgmma N of Sᵀ and dPᵀ)
 BLOCK_N = 128  # keys per CTA, 64 per consumer warpgroup (the wgmma M)
 STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budget above)
+DQ_FIRST = True
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 
@@ -164,7 +165,7 @@ def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_
 def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready, do_ready,
               qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr):
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):
     KEYS: gl.constexpr = BLOCK_N // 2  # this consumer's keys (the wgmma M of Sᵀ, dPᵀ, dV, dK)
     DQ_COLS: gl.constexpr = HEAD_DIM // 2  # this consumer's columns of dQ
     DQ_BOX: gl.constexpr = dq_desc.block_type.shape[1]  # columns per TMA reduce: one 128-byte swizzle span
@@ -235,15 +236,22 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         hopper.fence_async_shared()  # the generic-proxy writes, before a wgmma (async proxy) reads them
         _arrive(ds_full.index(b), True)
         ds_op = gl.convert_layout(ds, op_layout)
-        dk = hopper.warpgroup_mma(ds_op, q, dk, is_async=True)
+        if not DQ_FIRST:
+            dk = hopper.warpgroup_mma(ds_op, q, dk, is_async=True)
 
         mbarrier.wait(ds_full.index(b), (c // 2) & 1)
         ds_t = ds_buf.permute((1, 0))  # dS: [BLOCK_M queries, BLOCK_N keys], read transposed by the wgmma
         dq = hopper.warpgroup_mma(ds_t, k_cols, gl.zeros([BLOCK_M, DQ_COLS], gl.float32, dq_layout),
                                   use_acc=False, is_async=True)
-        dv, dk, dq = hopper.warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_op, ds_op, do, q, ds_t, k_cols])[:3]
-        _arrive(qdo_empty.index(s), True)
-        _arrive(ds_empty.index(b), True)
+        if DQ_FIRST:
+            # dK after dQ, so dQ's store and reduce below run while dK's wgmma is still in flight.
+            dk = hopper.warpgroup_mma(ds_op, q, dk, is_async=True)
+            dv, dq = hopper.warpgroup_mma_wait(1, deps=[dv, dq, pt_op, do, ds_t, k_cols])[:2]
+            _arrive(ds_empty.index(b), True)
+        else:
+            dv, dk, dq = hopper.warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_op, ds_op, do, q, ds_t, k_cols])[:3]
+            _arrive(qdo_empty.index(s), True)
+            _arrive(ds_empty.index(b), True)
 
         # dQ's share into the fp32 buffer by a TMA reduce-add from shared memory. The previous block's reduce
         # must have read the buffer before it is overwritten (``store_wait``, the issuing thread's bulk group);
@@ -260,6 +268,9 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         for j in gl.static_range(DQ_COLS // DQ_BOX):
             _tma_reduce_add(dq_desc, [base + q_start, HALF * DQ_COLS + j * DQ_BOX],
                             dq_buf.slice(j * DQ_BOX, DQ_BOX, dim=1))
+        if DQ_FIRST:
+            dk = hopper.warpgroup_mma_wait(0, deps=[dk, ds_op, q])[0]
+            _arrive(qdo_empty.index(s), True)
     tma.store_wait(0)
 
     # Epilogue: keys at or past S belong to no key of this head and are dropped.
@@ -275,7 +286,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
                         lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr):
+                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
@@ -309,10 +320,10 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     gl.warp_specialize([
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
                      lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M, BLOCK_N,
                      STAGES,
@@ -326,7 +337,7 @@ def kernel_args(head_dim: int, causal: bool) -> dict:
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon backward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, num_warps=4)
+                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST, num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int) -> dict:

@@ -1,5 +1,6 @@
-"""Exploration, a lab stage: the Gluon forward's K/V ring depth (``--bwd``: the Gluon backward's Q/dO ring depth)
-at the headline shape, each setting held to FlashAttention's rule first, then timed with the harness's event
+"""Exploration, a lab stage: the Gluon forward's K/V ring depth, or (``--bwd``) the backward's ring depth and dQ order.
+
+At the headline shape, each setting is held to FlashAttention's rule first, then timed with the harness's event
 timer. Prints one line per setting; NOT a source of published numbers (those come from the bench's stamped
 records).
 
@@ -17,7 +18,7 @@ import sys
 
 # (D, ring depths): today's depth first, then one deeper.
 DEPTHS = ((128, (2, 3)), (64, (3, 4)))
-BWD_DEPTHS = ((128, (2, 3)), (64, (4, 5)))
+BWD_DEPTHS = ((128, (2, 3)), (64, (4, )))
 B_H_S = (4, 16, 4096)
 
 
@@ -76,23 +77,31 @@ def probe_forward() -> int:
 
 
 def probe_backward() -> int:
-    """The backward's Q/dO ring, 2 against 3 stages at D = 128 (4 against 5 at D = 64): each setting checked,
-    then the backward alone (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
+    """The backward's Q/dO ring depth and its dQ order (``DQ_FIRST``: dQ's wgmma before dK's, its store and
+    reduce under dK's), each setting checked at the headline shape and a ragged one, then the backward alone
+    (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
     from ..kernels import gluon_bwd
     from ..kernels.gluon_fwd import gluon_attention_fwd
     from .gluon_bwd_check import check_case
 
-    print("D | causal | stages | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)", flush=True)
-    for D, stages in _ring_depths(gluon_bwd.STAGES, BWD_DEPTHS):
-        for causal in (False, True):
-            ok = check_case(*B_H_S, D, causal)
-            q, k, v, do = _inputs(4, D)
-            o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
+    print("D | causal | stages | dq first | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)",
+          flush=True)
+    default = gluon_bwd.DQ_FIRST
+    try:
+        for D, stages in _ring_depths(gluon_bwd.STAGES, BWD_DEPTHS):
+            for dq_first in (False, True):
+                gluon_bwd.DQ_FIRST = dq_first
+                for causal in (False, True):
+                    ok = check_case(*B_H_S, D, causal) and check_case(1, 2, 777, D, causal)
+                    q, k, v, do = _inputs(4, D)
+                    o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
 
-            def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
-                return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
+                    def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
+                        return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
-            _print_row((D, causal, stages), ok, call, 2.5 * _fwd_flops(D, causal))
+                    _print_row((D, causal, stages, dq_first), ok, call, 2.5 * _fwd_flops(D, causal))
+    finally:
+        gluon_bwd.DQ_FIRST = default
     return 0
 
 
