@@ -103,7 +103,10 @@ from .gluon_fwd import CONSUMER_THREADS, LOG2E, _arrive, _check_inputs, unavaila
 BLOCK_M = 64  # query rows per step (the wgmma N of Sᵀ and dPᵀ)
 BLOCK_N = 128  # keys per CTA, 64 per consumer warpgroup (the wgmma M)
 STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budget above)
-DQ_FIRST = True
+# dQ's wgmma before dK's, per head dim (``lab/gluon_probe --bwd`` times both orders): at D = 128 dQ's store and
+# reduce-add then run under dK's wgmma, which is faster; at D = 64 dK's wgmma is too short to hide them, and
+# holding dK back behind dQ is slower.
+DQ_FIRST = {64: False, 128: True}
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 
@@ -337,7 +340,7 @@ def kernel_args(head_dim: int, causal: bool) -> dict:
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon backward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST, num_warps=4)
+                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim], num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int) -> dict:

@@ -86,11 +86,11 @@ def probe_backward() -> int:
 
     print("D | causal | stages | dq first | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)",
           flush=True)
-    default = gluon_bwd.DQ_FIRST
+    default = dict(gluon_bwd.DQ_FIRST)
     try:
         for D, stages in _ring_depths(gluon_bwd.STAGES, BWD_DEPTHS):
             for dq_first in (False, True):
-                gluon_bwd.DQ_FIRST = dq_first
+                gluon_bwd.DQ_FIRST[D] = dq_first
                 for causal in (False, True):
                     ok = check_case(*B_H_S, D, causal) and check_case(1, 2, 777, D, causal)
                     q, k, v, do = _inputs(4, D)
@@ -101,7 +101,7 @@ def probe_backward() -> int:
 
                     _print_row((D, causal, stages, dq_first), ok, call, 2.5 * _fwd_flops(D, causal))
     finally:
-        gluon_bwd.DQ_FIRST = default
+        gluon_bwd.DQ_FIRST.update(default)
     return 0
 
 
