@@ -37,7 +37,8 @@ STAGES = (
         what="ncu on the Triton forward and three of the Gluon forward's schedules at the headline shape",
         env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
     # The Gluon backward's kernel alone (its forward is the persistent Gluon one, which does not tune).
-    ncu("ncu_gluon_bwd", "_attn_bwd_ws_kernel", 1, (*NCU_SECTIONS, "SchedulerStats", "MemoryWorkloadAnalysis"),
+    ncu("ncu_gluon_bwd", "_attn_bwd_ws_kernel", 1,
+        (*NCU_SECTIONS, "SchedulerStats", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables"),
         *PROFILE, "--bwd", "--backend", "gluon_bwd", limit_s=60, default=False,
         what="ncu on the Gluon backward's kernel at the headline shape"),
     # The backward's kernels, FlashAttention-4's beside the Gluon backend's (preprocess, main kernel, dQ's
@@ -48,7 +49,7 @@ STAGES = (
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
     module("gluon_bwd_ring", f"{LAB}.gluon_probe", "--bwd", limit_s=240, default=False,
-           what="the Gluon backward's Q/dO ring depth and dQ order: checked, then timed (lab numbers, not records)"),
+           what="settings of the Gluon backward (lab/gluon_probe.py): checked, then timed (lab numbers, not records)"),
     gpu_tests("tests", "projects/flash_attention", "-q", "-rfE", limit_s=300),
     # The Gluon forward and backward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).
     module("gluon_quick", f"{LAB}.gluon_check", "--quick", limit_s=120, default=False,

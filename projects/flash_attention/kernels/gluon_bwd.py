@@ -107,6 +107,9 @@ STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budg
 # reduce-add then run under dK's wgmma, which is faster; at D = 64 dK's wgmma is too short to hide them, and
 # holding dK back behind dQ is slower.
 DQ_FIRST = {64: False, 128: True}
+# K's and V's 64-key slices as register A operands of Sᵀ and dPᵀ (32 registers each), per head dim.
+K_REGS = {64: False, 128: False}
+V_REGS = {64: False, 128: False}
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 
@@ -168,7 +171,7 @@ def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_
 def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready, do_ready,
               qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, K_REGS: gl.constexpr, V_REGS: gl.constexpr):
     KEYS: gl.constexpr = BLOCK_N // 2  # this consumer's keys (the wgmma M of Sᵀ, dPᵀ, dV, dK)
     DQ_COLS: gl.constexpr = HEAD_DIM // 2  # this consumer's columns of dQ
     DQ_BOX: gl.constexpr = dq_desc.block_type.shape[1]  # columns per TMA reduce: one 128-byte swizzle span
@@ -197,6 +200,15 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 
     first, end = _query_blocks(n_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier.wait(kv_bar, 0)
+    st_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2)
+    if K_REGS:
+        k_a = k_h.load(st_op_layout)
+    else:
+        k_a = k_h
+    if V_REGS:
+        v_a = v_h.load(st_op_layout)
+    else:
+        v_a = v_h
     for i in range(first, end):
         c = i - first  # ring count: slot c % STAGES, dS buffer c % 2
         s = c % STAGES
@@ -207,12 +219,12 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         q_t = q.permute((1, 0))
         do_t = do.permute((1, 0))
         mbarrier.wait(q_ready.index(s), (c // STAGES) & 1)
-        st = hopper.warpgroup_mma(k_h, q_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
+        st = hopper.warpgroup_mma(k_a, q_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
                                   is_async=True)
         mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)
-        dpt = hopper.warpgroup_mma(v_h, do_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
+        dpt = hopper.warpgroup_mma(v_a, do_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
                                    is_async=True)
-        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]  # dPᵀ stays in flight under the exponentials
+        st = hopper.warpgroup_mma_wait(1, deps=[st, k_a, q_t])[0]  # dPᵀ stays in flight under the exponentials
 
         # lse and Δ come from shared memory at their use, not from registers loaded early: at D = 128, dK and dV
         # (128 registers) with Sᵀ and dPᵀ (64) leave no room to hold them across the wgmma.
@@ -226,7 +238,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
                 keep = keep & (keys[:, None] <= q_cols[None, :])
             z = gl.where(keep, z, float("-inf"))
         pt = gl.exp2(z)
-        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_h, do_t])[0]
+        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_a, do_t])[0]
         # dSᵀ before dV's wgmma is issued, so Pᵀ and dPᵀ in fp32 die before dV's accumulator is in flight.
         ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
         pt_op = gl.convert_layout(pt.to(dtype), op_layout)
@@ -289,7 +301,8 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
                         lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr):
+                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr, K_REGS: gl.constexpr,
+                        V_REGS: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
@@ -323,10 +336,10 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     gl.warp_specialize([
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, K_REGS, V_REGS)),
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, K_REGS, V_REGS)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
                      lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M, BLOCK_N,
                      STAGES,
@@ -340,7 +353,8 @@ def kernel_args(head_dim: int, causal: bool) -> dict:
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon backward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim], num_warps=4)
+                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim], K_REGS=K_REGS[head_dim],
+                V_REGS=V_REGS[head_dim], num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int) -> dict:

@@ -1,4 +1,4 @@
-"""Exploration, a lab stage: the Gluon forward's K/V ring depth, or (``--bwd``) the backward's ring depth and dQ order.
+"""Exploration, a lab stage: the Gluon forward's K/V ring depth, or (``--bwd``) settings of the Gluon backward.
 
 At the headline shape, each setting is held to FlashAttention's rule first, then timed with the harness's event
 timer. Prints one line per setting; NOT a source of published numbers (those come from the bench's stamped
@@ -14,11 +14,14 @@ at D = 128, 2 stages take 198 KiB with its dS and dQ tiles and 3 take 231 KiB; a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 # (D, ring depths): today's depth first, then one deeper.
 DEPTHS = ((128, (2, 3)), (64, (3, 4)))
-BWD_DEPTHS = ((128, (2, 3)), (64, (4, )))
+# (D, settings): each setting overrides entries of the backward's per-head-dim tables; {} is the kernel as committed.
+BWD_SETTINGS = ((128, ({}, {"K_REGS": True}, {"DQ_FIRST": False, "K_REGS": True})),
+                (64, ({}, {"K_REGS": True}, {"K_REGS": True, "V_REGS": True})))
 B_H_S = (4, 16, 4096)
 
 
@@ -76,21 +79,31 @@ def probe_forward() -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _overridden(module, D: int, setting: dict):
+    """``module``'s per-head-dim tables (``STAGES``, ``DQ_FIRST``, ...) set to ``setting``'s values at ``D``
+    meanwhile, put back afterwards."""
+    saved = {name: dict(getattr(module, name)) for name in setting}
+    try:
+        for name, value in setting.items():
+            getattr(module, name)[D] = value
+        yield
+    finally:
+        for name, table in saved.items():
+            getattr(module, name).update(table)
+
+
 def probe_backward() -> int:
-    """The backward's Q/dO ring depth and its dQ order (``DQ_FIRST``: dQ's wgmma before dK's, its store and
-    reduce under dK's), each setting checked at the headline shape and a ragged one, then the backward alone
-    (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
+    """The backward's settings of ``BWD_SETTINGS``, each checked at the headline shape and a ragged one, then the
+    backward alone (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
     from ..kernels import gluon_bwd
     from ..kernels.gluon_fwd import gluon_attention_fwd
     from .gluon_bwd_check import check_case
 
-    print("D | causal | stages | dq first | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)",
-          flush=True)
-    default = dict(gluon_bwd.DQ_FIRST)
-    try:
-        for D, stages in _ring_depths(gluon_bwd.STAGES, BWD_DEPTHS):
-            for dq_first in (False, True):
-                gluon_bwd.DQ_FIRST[D] = dq_first
+    print("D | causal | setting | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)", flush=True)
+    for D, settings in BWD_SETTINGS:
+        for setting in settings:
+            with _overridden(gluon_bwd, D, setting):
                 for causal in (False, True):
                     ok = check_case(*B_H_S, D, causal) and check_case(1, 2, 777, D, causal)
                     q, k, v, do = _inputs(4, D)
@@ -99,9 +112,8 @@ def probe_backward() -> int:
                     def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
                         return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
-                    _print_row((D, causal, stages, dq_first), ok, call, 2.5 * _fwd_flops(D, causal))
-    finally:
-        gluon_bwd.DQ_FIRST.update(default)
+                    label = " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
+                    _print_row((D, causal, label), ok, call, 2.5 * _fwd_flops(D, causal))
     return 0
 
 
