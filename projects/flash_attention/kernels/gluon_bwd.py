@@ -92,6 +92,7 @@ Reached through ``flash_attention(..., backend="gluon_bwd")`` (attention.py), th
 from __future__ import annotations
 
 import triton
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
@@ -107,9 +108,9 @@ STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budg
 # reduce-add then run under dK's wgmma, which is faster; at D = 64 dK's wgmma is too short to hide them, and
 # holding dK back behind dQ is slower.
 DQ_FIRST = {64: False, 128: True}
-# K's and V's 64-key slices as register A operands of Sᵀ and dPᵀ (32 registers each), per head dim.
-K_REGS = {64: False, 128: False}
-V_REGS = {64: False, 128: False}
+# dQ's share stored in its registers' own order (no bank conflicts) and added into a tiled fp32 buffer, per head
+# dim; otherwise as a 128-byte-swizzled [64, D/2] tile, added into a [B·H·S, D] buffer in boxes of 32 columns.
+DQ_TILES = {64: True, 128: True}
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 
@@ -135,6 +136,41 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
     coord = _semantic._convert_to_ir_values(coord, require_i64=False)
     _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
+
+
+@gluon.jit
+def _fragment_order(dq, DQ_COLS: gl.constexpr):
+    """dQ's share [64 query rows, DQ_COLS] as the [DQ_COLS, 64] tile in which each thread's wgmma accumulator
+    values are its own 16-byte runs: row = g2 + 2w + 8j, col = e + 2·half + 4t + 16·(g mod 4), for the value at
+    query row 16w + 8·half + g and column 8j + 2t + e (w the warp, g = lane / 4, t = lane mod 4: the wgmma
+    layout). A bit permutation of the indices, so the values stay in their registers, and a warp's store of
+    four consecutive values per lane covers 512 contiguous bytes: no bank conflicts, where the swizzled
+    [64, D/2] tile took two wavefronts per 16 lanes' 8-byte stores. ``_dq_from_tiles_kernel`` inverts it."""
+    # Row-major bits, most significant first: rows (w1 w0 half g2 g1 g0), columns (j.. t1 t0 e).
+    if DQ_COLS == 64:
+        x = gl.permute(gl.reshape(dq, [2] * 12), [6, 7, 8, 0, 1, 3, 4, 5, 9, 10, 2, 11])
+    else:
+        x = gl.permute(gl.reshape(dq, [2] * 11), [6, 7, 0, 1, 3, 4, 5, 8, 9, 2, 10])
+    return gl.reshape(x, [DQ_COLS, 64])
+
+
+@triton.jit
+def _dq_from_tiles_kernel(dq_tiles, dq, scale, seqlen, n_qblocks, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """dQ = scale · the tiled fp32 sums, cast: program (query block, batch·head) gathers its [BLOCK_M, D] rows
+    from the two consumers' [D/2, 64] tiles, inverting ``_fragment_order``."""
+    DQ_COLS: tl.constexpr = HEAD_DIM // 2
+    qb = tl.program_id(0)
+    bh = tl.program_id(1)
+    rows = tl.arange(0, BLOCK_M)[:, None]
+    cols = tl.arange(0, HEAD_DIM)[None, :]
+    g, half, w = rows & 7, (rows >> 3) & 1, rows >> 4
+    cc = cols % DQ_COLS
+    e, t, j = cc & 1, (cc >> 1) & 3, cc >> 3
+    tile = ((bh * n_qblocks + qb) * 2 + cols // DQ_COLS).to(tl.int64)
+    src = (tile * DQ_COLS + ((g >> 2) | (w << 1) | (j << 3))) * 64 + (e | (half << 1) | (t << 2) | ((g & 3) << 4))
+    q = qb * BLOCK_M + rows
+    val = tl.load(dq_tiles + src) * scale
+    tl.store(dq + (bh.to(tl.int64) * seqlen + q) * HEAD_DIM + cols, val.to(dq.dtype.element_ty), mask=q < seqlen)
 
 
 @gluon.jit
@@ -171,10 +207,12 @@ def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_
 def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready, do_ready,
               qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, K_REGS: gl.constexpr, V_REGS: gl.constexpr):
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, DQ_TILES: gl.constexpr):
     KEYS: gl.constexpr = BLOCK_N // 2  # this consumer's keys (the wgmma M of Sᵀ, dPᵀ, dV, dK)
     DQ_COLS: gl.constexpr = HEAD_DIM // 2  # this consumer's columns of dQ
     DQ_BOX: gl.constexpr = dq_desc.block_type.shape[1]  # columns per TMA reduce: one 128-byte swizzle span
+    bh = gl.program_id(1)
+    n_qblocks = gl.cdiv(seqlen, BLOCK_M)
     # Sᵀ, dPᵀ: [KEYS, BLOCK_M]; dK, dV: [KEYS, HEAD_DIM]; dQ's share: [BLOCK_M, DQ_COLS] — wgmma accumulators.
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                         instr_shape=[16, BLOCK_M, 16])
@@ -200,15 +238,6 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 
     first, end = _query_blocks(n_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier.wait(kv_bar, 0)
-    st_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2)
-    if K_REGS:
-        k_a = k_h.load(st_op_layout)
-    else:
-        k_a = k_h
-    if V_REGS:
-        v_a = v_h.load(st_op_layout)
-    else:
-        v_a = v_h
     for i in range(first, end):
         c = i - first  # ring count: slot c % STAGES, dS buffer c % 2
         s = c % STAGES
@@ -219,12 +248,12 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         q_t = q.permute((1, 0))
         do_t = do.permute((1, 0))
         mbarrier.wait(q_ready.index(s), (c // STAGES) & 1)
-        st = hopper.warpgroup_mma(k_a, q_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
+        st = hopper.warpgroup_mma(k_h, q_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
                                   is_async=True)
         mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)
-        dpt = hopper.warpgroup_mma(v_a, do_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
+        dpt = hopper.warpgroup_mma(v_h, do_t, gl.zeros([KEYS, BLOCK_M], gl.float32, st_layout), use_acc=False,
                                    is_async=True)
-        st = hopper.warpgroup_mma_wait(1, deps=[st, k_a, q_t])[0]  # dPᵀ stays in flight under the exponentials
+        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]  # dPᵀ stays in flight under the exponentials
 
         # lse and Δ come from shared memory at their use, not from registers loaded early: at D = 128, dK and dV
         # (128 registers) with Sᵀ and dPᵀ (64) leave no room to hold them across the wgmma.
@@ -238,7 +267,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
                 keep = keep & (keys[:, None] <= q_cols[None, :])
             z = gl.where(keep, z, float("-inf"))
         pt = gl.exp2(z)
-        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_a, do_t])[0]
+        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_h, do_t])[0]
         # dSᵀ before dV's wgmma is issued, so Pᵀ and dPᵀ in fp32 die before dV's accumulator is in flight.
         ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
         pt_op = gl.convert_layout(pt.to(dtype), op_layout)
@@ -275,14 +304,20 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
         # rows (or fall outside the tensor, which TMA drops).
         tma.store_wait(0)
         gl.thread_barrier()
-        dq_buf.store(dq)
-        hopper.fence_async_shared()
-        gl.thread_barrier()
-        # One reduce per swizzle atom of columns (32 fp32): a TMA box is at most one swizzle span wide, and unlike
-        # the copies, triton 3.6 does not split a reduce into several boxes itself.
-        for j in gl.static_range(DQ_COLS // DQ_BOX):
-            _tma_reduce_add(dq_desc, [base + q_start, HALF * DQ_COLS + j * DQ_BOX],
-                            dq_buf.slice(j * DQ_BOX, DQ_BOX, dim=1))
+        if DQ_TILES:
+            dq_buf.store(_fragment_order(dq, DQ_COLS))
+            hopper.fence_async_shared()
+            gl.thread_barrier()
+            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
+        else:
+            dq_buf.store(dq)
+            hopper.fence_async_shared()
+            gl.thread_barrier()
+            # One reduce per swizzle atom of columns (32 fp32): a TMA box is at most one swizzle span wide, and
+            # unlike the copies, triton 3.6 does not split a reduce into several boxes itself.
+            for j in gl.static_range(DQ_COLS // DQ_BOX):
+                _tma_reduce_add(dq_desc, [base + q_start, HALF * DQ_COLS + j * DQ_BOX],
+                                dq_buf.slice(j * DQ_BOX, DQ_BOX, dim=1))
         if DQ_FIRST:
             dk = hopper.warpgroup_mma_wait(0, deps=[dk, ds_op, q])[0]
             _arrive(qdo_empty.index(s), True)
@@ -301,8 +336,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
                         lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr, K_REGS: gl.constexpr,
-                        V_REGS: gl.constexpr):
+                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr, DQ_TILES: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
@@ -312,7 +346,10 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_M], dtype)
     ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M], ds_layout)
-    dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM // 2], dq_desc.layout)  # per consumer
+    if DQ_TILES:  # per consumer: dQ's share in its registers' order, [D/2, 64] (BLOCK_M · D/2 values)
+        dq_smem = gl.allocate_shared_memory(gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)
+    else:
+        dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM // 2], dq_desc.layout)
 
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
@@ -336,10 +373,10 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     gl.warp_specialize([
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, K_REGS, V_REGS)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, DQ_TILES)),
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, K_REGS, V_REGS)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, DQ_TILES)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
                      lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M, BLOCK_N,
                      STAGES,
@@ -353,11 +390,11 @@ def kernel_args(head_dim: int, causal: bool) -> dict:
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon backward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim], K_REGS=K_REGS[head_dim],
-                V_REGS=V_REGS[head_dim], num_warps=4)
+                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim], DQ_TILES=DQ_TILES[head_dim],
+                num_warps=4)
 
 
-def smem_layouts(dtype_bits: int, head_dim: int) -> dict:
+def smem_layouts(dtype_bits: int, head_dim: int, dq_tiles: bool = True) -> dict:
     """Each TMA descriptor's shared layout (the NVMMA swizzles that TMA writes and wgmma reads), by argument
     name. K's swizzle is half a row wide, so each consumer's half of K's columns (dQ's B operand) is whole
     atoms; lse and Δ are plain 1-D rows; dQ's fp32 tile is swizzled so its store from the wgmma layout spreads
@@ -370,13 +407,15 @@ def smem_layouts(dtype_bits: int, head_dim: int) -> dict:
                                             element_bitwidth=dtype_bits, rank=2),
                 v_desc=gl.NVMMASharedLayout.get_default_for([BLOCK_N, head_dim], dt),
                 lse_desc=row, delta_desc=row,
-                dq_desc=gl.NVMMASharedLayout.get_default_for([BLOCK_M, DQ_BOX], gl.float32))
+                dq_desc=(gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2) if dq_tiles
+                         else gl.NVMMASharedLayout.get_default_for([BLOCK_M, DQ_BOX], gl.float32)))
 
 
-def block_shapes(head_dim: int) -> dict:
+def block_shapes(head_dim: int, dq_tiles: bool = True) -> dict:
     """Each TMA descriptor's block shape, by argument name."""
     return dict(q_desc=[BLOCK_M, head_dim], do_desc=[BLOCK_M, head_dim], k_desc=[BLOCK_N, head_dim],
-                v_desc=[BLOCK_N, head_dim], lse_desc=[BLOCK_M], delta_desc=[BLOCK_M], dq_desc=[BLOCK_M, DQ_BOX])
+                v_desc=[BLOCK_N, head_dim], lse_desc=[BLOCK_M], delta_desc=[BLOCK_M],
+                dq_desc=[head_dim // 2, 64] if dq_tiles else [BLOCK_M, DQ_BOX])
 
 
 def aligned_rows(t, n_bh: int, seqlen: int):
@@ -435,9 +474,13 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     # [B·H·S, D] views (LSE, Δ flat); the kernel masks what a tile reads past its head's S.
     views = dict(q_desc=q.view(n_rows, D), do_desc=do.view(n_rows, D), k_desc=k.view(n_rows, D),
                  v_desc=v.view(n_rows, D), lse_desc=lse_rows.view(-1), delta_desc=delta_rows.view(-1))
-    dq_acc = torch.zeros((n_rows, D), device=q.device, dtype=torch.float32)
+    tiles = args["DQ_TILES"]
+    n_qblocks = triton.cdiv(S, BLOCK_M)
+    # dQ's fp32 sums: per (batch·head, query block, consumer) a [D/2, 64] tile in ``_fragment_order``, or rows.
+    dq_acc = torch.zeros((B * H * n_qblocks * 2 * (D // 2), 64) if tiles else (n_rows, D), device=q.device,
+                         dtype=torch.float32)
     views["dq_desc"] = dq_acc
-    layouts, blocks = smem_layouts(16, D), block_shapes(D)
+    layouts, blocks = smem_layouts(16, D, tiles), block_shapes(D, tiles)
     descs = {name: TensorDescriptor.from_tensor(t, blocks[name], layouts[name]) for name, t in views.items()}
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
@@ -445,6 +488,10 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
         descs["q_desc"], descs["k_desc"], descs["v_desc"], descs["do_desc"], descs["lse_desc"], descs["delta_desc"],
         descs["dq_desc"], dk, dv, S, lse_stride, scale * LOG2E, scale, **args)
     dq = torch.empty_like(q)
-    _dq_convert_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](dq_acc, dq, scale, n_rows, HEAD_DIM=D,
-                                                                  BLOCK=PREPROCESS_BLOCK, num_warps=4)
+    if tiles:
+        _dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, scale, S, n_qblocks, HEAD_DIM=D, BLOCK_M=BLOCK_M,
+                                                  num_warps=4)
+    else:
+        _dq_convert_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](dq_acc, dq, scale, n_rows, HEAD_DIM=D,
+                                                                      BLOCK=PREPROCESS_BLOCK, num_warps=4)
     return dq, dk, dv

@@ -20,8 +20,8 @@ import sys
 # (D, ring depths): today's depth first, then one deeper.
 DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 # (D, settings): each setting overrides entries of the backward's per-head-dim tables; {} is the kernel as committed.
-BWD_SETTINGS = ((128, ({}, {"K_REGS": True}, {"DQ_FIRST": False, "K_REGS": True})),
-                (64, ({}, {"K_REGS": True}, {"K_REGS": True, "V_REGS": True})))
+BWD_SETTINGS = ((128, ({}, {"DQ_TILES": False}, {"DQ_FIRST": False})),
+                (64, ({}, {"DQ_TILES": False}, {"DQ_FIRST": True})))
 B_H_S = (4, 16, 4096)
 
 
