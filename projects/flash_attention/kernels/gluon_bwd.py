@@ -10,8 +10,8 @@ Math (the Triton backward's, kernels/bwd.py, with ``ATOMIC_DQ``): Δ = rowsum(dO
 (``_bwd_preprocess_kernel``); then per key block and query block, in base 2 (qk_scale = scale · log2 e; lse is the
 forward's, fp32 [B, H, S] in log2 units, m + log2 l):
     Pᵀ = exp2(K·Qᵀ · qk_scale − lse)    dV += Pᵀ·dO    dPᵀ = V·dOᵀ    dSᵀ = Pᵀ ∘ (dPᵀ − Δ)
-    dK += dSᵀ·Q  (times ``scale`` once, at the end)    dQ += dS·K  (fp32 buffer; ``_dq_convert_kernel`` then
-                                                                   scales and casts it)
+    dK += dSᵀ·Q  (times ``scale`` once, at the end)    dQ += dS·K  (fp32 tiles; ``_dq_from_tiles_kernel``
+                                                                   then gathers, scales and casts them)
 
 Design (one CTA per BLOCK_N = 128 keys of one (batch, head); grid = (cdiv(S, 128), B·H): a head's key blocks
 launch one after another, so causally the longest CTAs, a head's first key blocks, start first):
@@ -24,10 +24,11 @@ launch one after another, so causally the longest CTAs, a head's first key block
   once, 64 KiB [32]; Q and dO as STAGES-deep rings of 64 × D tiles, 64 KiB [64]; each stage also holds its
   query rows' lse and Δ (64 fp32 each, 1-D TMA copies from [B·H, S rounded up to 4]: a 1-D box must start on a
   16-byte boundary, and an unaligned one is an illegal instruction on the GPU, ``lab/gluon_bwd_probe``), 1 KiB
-  [2]; dS as two buffers of 128 keys × 64 queries, 32 KiB [32]; each consumer's share of dQ (64 × D/2 fp32),
-  32 KiB [16]. 193 KiB of 227 [146]; a third stage at D = 128 would not fit. Q, dO, V and dS use the NVMMA
-  128-byte swizzle; K a swizzle half a row wide (128 bytes at D = 128, 64 at D = 64), so each consumer's half of
-  K's columns starts on a swizzle atom; dQ's tile the 128-byte swizzle for fp32, i.e. column blocks of 32.
+  [2]; dS as two buffers of 128 keys × 64 queries, 32 KiB [32]; each consumer's share of dQ (64 · D/2 fp32,
+  as a [D/2, 64] tile in its registers' order, step 7), 32 KiB [16]. 193 KiB of 227 [146]; a third stage at
+  D = 128 fits (226 KiB) but ran slower (``lab/gluon_probe --bwd``). Q, dO, V and dS use the NVMMA 128-byte
+  swizzle; K a swizzle half a row wide (128 bytes at D = 128, 64 at D = 64), so each consumer's half of
+  K's columns starts on a swizzle atom; dQ's tile no swizzle (each lane writes 16-byte runs, step 7).
 - Roles (``gl.warp_specialize``): the default partition (4 warps) is consumer 0, worker 0 (4 warps) consumer 1,
   worker 1 (1 warp) the producer, which only issues TMA. Registers per thread (``setmaxnreg``): producer 24,
   consumers 240 each (Triton hands the default partition 504 − 240 − 24, as in the forward). ptxas: 168
@@ -45,22 +46,27 @@ launch one after another, so causally the longest CTAs, a head's first key block
      die before dV's accumulator is in flight; dV_h += Pᵀ·dO_i with Pᵀ a register A operand (the forward
      feeds P the same way), dO_i from shared memory;
   4. writes its dSᵀ half into dS buffer c % 2 (rows 64·h …, ``stmatrix``), fences it for the async proxy and
-     arrives on ``ds_full``; dK_h += dSᵀ·Q_i with dSᵀ from registers;
+     arrives on ``ds_full``; dK_h += dSᵀ·Q_i with dSᵀ from registers (issued here, or after step 5's wgmma
+     where ``DQ_FIRST``, see step 6);
   5. once both halves are in (``ds_full``), dQ's share: dS_i·K[:, its columns], dS read from shared memory
      through a permuted view (the wgmma reads A transposed, M-major), M = 64, N = D/2, K = 128 keys: each
      consumer the whole key block for half of D's columns (FlashAttention-3's split at D = 128), so the partial
      dQ is 32 registers at D = 128 on top of dK_h and dV_h, not the 64 of a full-width share of its own keys;
-  6. waits out dV, dK and dQ's wgmma and releases the ring slot and the dS buffer;
-  7. adds the partial dQ into the fp32 buffer: waits until its previous reduce has read the consumer's dQ tile
-     (``tma.store_wait``: the issuing thread's bulk group), stores the tile, fences it, and one thread issues a
-     TMA reduce-add (``cp.reduce.async.bulk.tensor … .add``) per 32 columns — a box is one swizzle span wide at
-     most, and triton 3.6 splits copies but not reduces into boxes. Two warpgroup barriers
-     (``gl.thread_barrier``) order the wait before every thread's store and the stores before the issue. Rows
-     past S add dS = 0 to the next head's rows (reduce-adds are atomic) or fall outside the tensor, which TMA
-     drops. Gluon 3.6's ``hopper.tma`` exposes no reduce; ``_tma_reduce_add`` wraps the builder's
-     ``create_async_tma_reduce`` as ``tma.async_copy_shared_to_global`` wraps the store. (A first version added
-     dQ with ``gl.atomic_add`` from registers: its 32 per-element 64-bit addresses per thread, hoisted out of
-     the loop, spilled.)
+  6. waits out dV, dK and dQ's wgmma and releases the ring slot and the dS buffer; where ``DQ_FIRST`` (causal
+     at D = 128, the order ``lab/gluon_probe --bwd`` timed faster there), dK's wgmma is issued after dQ's and
+     only dV and dQ are waited out here, so step 7 runs under dK's wgmma, which is waited out after it;
+  7. adds the partial dQ into its own tile of the fp32 buffer (one per batch·head, query block and consumer,
+     [D/2, 64]): waits until its previous reduce has read the consumer's dQ tile (``tma.store_wait``: the
+     issuing thread's bulk group), stores the tile, fences it, and one thread issues a TMA reduce-add
+     (``cp.reduce.async.bulk.tensor … .add``). Two warpgroup barriers (``gl.thread_barrier``) order the wait
+     before every thread's store and the stores before the issue. The tile holds dQ's values in the order of
+     the wgmma's registers (``_fragment_order``, a bit permutation of the indices), so each lane stores
+     16-byte runs and a warp's store covers 512 contiguous bytes; a [64, D/2] tile in the 128-byte swizzle,
+     the first version, took two wavefronts per 16 lanes' 8-byte stores (a 2-way bank conflict, ``ncu``) and
+     one reduce per 32 columns. Rows past S add dS = 0 to the tile's padding. Gluon 3.6's ``hopper.tma``
+     exposes no reduce; ``_tma_reduce_add`` wraps the builder's ``create_async_tma_reduce`` as
+     ``tma.async_copy_shared_to_global`` wraps the store. (A first version added dQ with ``gl.atomic_add`` from
+     registers: its 32 per-element 64-bit addresses per thread, hoisted out of the loop, spilled.)
 - Barriers (consumer arrives are per-thread, the forward's LEAN ``_arrive``, ``cp.async.mbarrier.arrive.noinc``:
   128 per consumer warpgroup, no warpgroup ``bar.sync`` per arrive):
   - ``kv_bar`` (count 1): the producer's expect-tx for K and V, completed by TMA; waited once, phase 0.
@@ -85,8 +91,9 @@ Checked: compiles for sm_90a without a GPU (``lab/gluon_bwd_compile``, D 64 and 
 ptxas); on a GPU, ``lab/gluon_bwd_check`` holds dQ, dK and dV to FlashAttention's rule against the fp32
 reference and ``lab/gluon_bwd_probe`` runs one shape per process (a fault in one does not hide the others).
 
-Not done: overlap of one query block's dQ wgmma and reduce with the next block's Sᵀ and dPᵀ (FlashAttention-3's
-pipelining; here the dQ wgmma is waited out at once), a dQ-writer warp, GQA, Sq != Sk, fp8, a persistent grid.
+Not done: overlap of one query block's dQ wgmma and reduce with the next block's Sᵀ and dPᵀ, a dQ-writer warp
+(FlashAttention-3's and -4's), GQA, Sq != Sk, fp8, a persistent grid. Not possible in Triton: FlashAttention-3's
+and -4's 80-row query blocks for full attention at D = 128 (a register tensor's dims must be powers of two).
 Reached through ``flash_attention(..., backend="gluon_bwd")`` (attention.py), the bench's ``gluon_fa_bwd``.
 """
 from __future__ import annotations
@@ -104,15 +111,10 @@ from .gluon_fwd import CONSUMER_THREADS, LOG2E, _arrive, _check_inputs, unavaila
 BLOCK_M = 64  # query rows per step (the wgmma N of Sᵀ and dPᵀ)
 BLOCK_N = 128  # keys per CTA, 64 per consumer warpgroup (the wgmma M)
 STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budget above)
-# dQ's wgmma before dK's, per head dim (``lab/gluon_probe --bwd`` times both orders): at D = 128 dQ's store and
-# reduce-add then run under dK's wgmma, which is faster; at D = 64 dK's wgmma is too short to hide them, and
-# holding dK back behind dQ is slower.
-DQ_FIRST = {64: False, 128: True}
-# dQ's share stored in its registers' own order (no bank conflicts) and added into a tiled fp32 buffer, per head
-# dim; otherwise as a 128-byte-swizzled [64, D/2] tile, added into a [B·H·S, D] buffer in boxes of 32 columns.
-DQ_TILES = {64: True, 128: True}
+# dQ's wgmma before dK's, by (head dim, causal), as ``lab/gluon_probe --bwd`` timed both orders: causally at
+# D = 128, dQ's store and reduce-add then run under dK's wgmma, which is faster; elsewhere it is slower.
+DQ_FIRST = {(64, False): False, (64, True): False, (128, False): False, (128, True): True}
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
-DQ_BOX = 32  # fp32 columns per dQ reduce-add: one 128-byte swizzle span, the widest TMA box it allows
 
 
 @gluon.jit
@@ -207,12 +209,9 @@ def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_
 def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready, do_ready,
               qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, DQ_TILES: gl.constexpr):
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):
     KEYS: gl.constexpr = BLOCK_N // 2  # this consumer's keys (the wgmma M of Sᵀ, dPᵀ, dV, dK)
     DQ_COLS: gl.constexpr = HEAD_DIM // 2  # this consumer's columns of dQ
-    DQ_BOX: gl.constexpr = dq_desc.block_type.shape[1]  # columns per TMA reduce: one 128-byte swizzle span
-    bh = gl.program_id(1)
-    n_qblocks = gl.cdiv(seqlen, BLOCK_M)
     # Sᵀ, dPᵀ: [KEYS, BLOCK_M]; dK, dV: [KEYS, HEAD_DIM]; dQ's share: [BLOCK_M, DQ_COLS] — wgmma accumulators.
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                         instr_shape=[16, BLOCK_M, 16])
@@ -226,7 +225,9 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
     dtype: gl.constexpr = q_smem.dtype
 
     n_block = gl.program_id(0)
-    base = gl.program_id(1) * seqlen
+    bh = gl.program_id(1)
+    base = bh * seqlen
+    n_qblocks = gl.cdiv(seqlen, BLOCK_M)
     key0 = n_block * BLOCK_N + HALF * KEYS  # first key of this consumer
     keys = key0 + gl.arange(0, KEYS, layout=gl.SliceLayout(1, st_layout))
     k_h = k_smem.slice(HALF * KEYS, KEYS)  # [KEYS, D]: rows of this consumer (a multiple of the 8-row atom)
@@ -297,27 +298,17 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
             _arrive(qdo_empty.index(s), True)
             _arrive(ds_empty.index(b), True)
 
-        # dQ's share into the fp32 buffer by a TMA reduce-add from shared memory. The previous block's reduce
-        # must have read the buffer before it is overwritten (``store_wait``, the issuing thread's bulk group);
-        # a warpgroup barrier then orders every thread's write after it, and another the writes (fenced for the
-        # async proxy) before the one thread that issues the reduce. Rows past S add dS = 0 to the next head's
-        # rows (or fall outside the tensor, which TMA drops).
+        # dQ's share into its (batch·head, query block, consumer) tile of the fp32 buffer by a TMA reduce-add from
+        # shared memory, in its registers' own order (``_fragment_order``). The previous block's reduce must have
+        # read the buffer before it is overwritten (``store_wait``, the issuing thread's bulk group); a warpgroup
+        # barrier then orders every thread's write after it, and another the writes (fenced for the async proxy)
+        # before the one thread that issues the reduce. Rows past S add dS = 0 to the tile's padding.
         tma.store_wait(0)
         gl.thread_barrier()
-        if DQ_TILES:
-            dq_buf.store(_fragment_order(dq, DQ_COLS))
-            hopper.fence_async_shared()
-            gl.thread_barrier()
-            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
-        else:
-            dq_buf.store(dq)
-            hopper.fence_async_shared()
-            gl.thread_barrier()
-            # One reduce per swizzle atom of columns (32 fp32): a TMA box is at most one swizzle span wide, and
-            # unlike the copies, triton 3.6 does not split a reduce into several boxes itself.
-            for j in gl.static_range(DQ_COLS // DQ_BOX):
-                _tma_reduce_add(dq_desc, [base + q_start, HALF * DQ_COLS + j * DQ_BOX],
-                                dq_buf.slice(j * DQ_BOX, DQ_BOX, dim=1))
+        dq_buf.store(_fragment_order(dq, DQ_COLS))
+        hopper.fence_async_shared()
+        gl.thread_barrier()
+        _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
         if DQ_FIRST:
             dk = hopper.warpgroup_mma_wait(0, deps=[dk, ds_op, q])[0]
             _arrive(qdo_empty.index(s), True)
@@ -336,7 +327,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
                         lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr, DQ_TILES: gl.constexpr):
+                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
@@ -346,10 +337,8 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_M], dtype)
     ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M], ds_layout)
-    if DQ_TILES:  # per consumer: dQ's share in its registers' order, [D/2, 64] (BLOCK_M · D/2 values)
-        dq_smem = gl.allocate_shared_memory(gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)
-    else:
-        dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_DIM // 2], dq_desc.layout)
+    # Per consumer: its share of dQ in its registers' order, [D/2, 64] (BLOCK_M · D/2 values).
+    dq_smem = gl.allocate_shared_memory(gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)
 
     bar_layout: gl.constexpr = mbarrier.MBarrierLayout()
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], bar_layout)
@@ -373,10 +362,10 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     gl.warp_specialize([
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, DQ_TILES)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, DQ_TILES)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
         (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
                      lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M, BLOCK_N,
                      STAGES,
@@ -390,11 +379,11 @@ def kernel_args(head_dim: int, causal: bool) -> dict:
     if head_dim not in STAGES:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon backward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
-                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim], DQ_TILES=DQ_TILES[head_dim],
+                CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim, bool(causal)],
                 num_warps=4)
 
 
-def smem_layouts(dtype_bits: int, head_dim: int, dq_tiles: bool = True) -> dict:
+def smem_layouts(dtype_bits: int, head_dim: int) -> dict:
     """Each TMA descriptor's shared layout (the NVMMA swizzles that TMA writes and wgmma reads), by argument
     name. K's swizzle is half a row wide, so each consumer's half of K's columns (dQ's B operand) is whole
     atoms; lse and Δ are plain 1-D rows; dQ's fp32 tile is swizzled so its store from the wgmma layout spreads
@@ -407,15 +396,14 @@ def smem_layouts(dtype_bits: int, head_dim: int, dq_tiles: bool = True) -> dict:
                                             element_bitwidth=dtype_bits, rank=2),
                 v_desc=gl.NVMMASharedLayout.get_default_for([BLOCK_N, head_dim], dt),
                 lse_desc=row, delta_desc=row,
-                dq_desc=(gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2) if dq_tiles
-                         else gl.NVMMASharedLayout.get_default_for([BLOCK_M, DQ_BOX], gl.float32)))
+                dq_desc=gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2))
 
 
-def block_shapes(head_dim: int, dq_tiles: bool = True) -> dict:
+def block_shapes(head_dim: int) -> dict:
     """Each TMA descriptor's block shape, by argument name."""
     return dict(q_desc=[BLOCK_M, head_dim], do_desc=[BLOCK_M, head_dim], k_desc=[BLOCK_N, head_dim],
                 v_desc=[BLOCK_N, head_dim], lse_desc=[BLOCK_M], delta_desc=[BLOCK_M],
-                dq_desc=[head_dim // 2, 64] if dq_tiles else [BLOCK_M, DQ_BOX])
+                dq_desc=[head_dim // 2, 64])
 
 
 def aligned_rows(t, n_bh: int, seqlen: int):
@@ -453,7 +441,7 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    from .bwd import _bwd_preprocess_kernel, _dq_convert_kernel
+    from .bwd import _bwd_preprocess_kernel
     from .launch import PREPROCESS_BLOCK
 
     _check_bwd_inputs(do, q, k, v, o, lse)
@@ -474,13 +462,11 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
     # [B·H·S, D] views (LSE, Δ flat); the kernel masks what a tile reads past its head's S.
     views = dict(q_desc=q.view(n_rows, D), do_desc=do.view(n_rows, D), k_desc=k.view(n_rows, D),
                  v_desc=v.view(n_rows, D), lse_desc=lse_rows.view(-1), delta_desc=delta_rows.view(-1))
-    tiles = args["DQ_TILES"]
     n_qblocks = triton.cdiv(S, BLOCK_M)
-    # dQ's fp32 sums: per (batch·head, query block, consumer) a [D/2, 64] tile in ``_fragment_order``, or rows.
-    dq_acc = torch.zeros((B * H * n_qblocks * 2 * (D // 2), 64) if tiles else (n_rows, D), device=q.device,
-                         dtype=torch.float32)
+    # dQ's fp32 sums: per (batch·head, query block, consumer) a [D/2, 64] tile in ``_fragment_order``.
+    dq_acc = torch.zeros((B * H * n_qblocks * 2 * (D // 2), 64), device=q.device, dtype=torch.float32)
     views["dq_desc"] = dq_acc
-    layouts, blocks = smem_layouts(16, D, tiles), block_shapes(D, tiles)
+    layouts, blocks = smem_layouts(16, D), block_shapes(D)
     descs = {name: TensorDescriptor.from_tensor(t, blocks[name], layouts[name]) for name, t in views.items()}
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
@@ -488,10 +474,6 @@ def gluon_attention_bwd(do, q, k, v, o, lse, causal: bool = False, scale: float 
         descs["q_desc"], descs["k_desc"], descs["v_desc"], descs["do_desc"], descs["lse_desc"], descs["delta_desc"],
         descs["dq_desc"], dk, dv, S, lse_stride, scale * LOG2E, scale, **args)
     dq = torch.empty_like(q)
-    if tiles:
-        _dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, scale, S, n_qblocks, HEAD_DIM=D, BLOCK_M=BLOCK_M,
-                                                  num_warps=4)
-    else:
-        _dq_convert_kernel[(triton.cdiv(n_rows, PREPROCESS_BLOCK), )](dq_acc, dq, scale, n_rows, HEAD_DIM=D,
-                                                                      BLOCK=PREPROCESS_BLOCK, num_warps=4)
+    _dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, scale, S, n_qblocks, HEAD_DIM=D, BLOCK_M=BLOCK_M,
+                                              num_warps=4)
     return dq, dk, dv

@@ -34,8 +34,7 @@ def compile_for_hopper(head_dim: int, causal: bool):
     """The backward kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
     from ..kernels import gluon_bwd as g
 
-    tiles = g.DQ_TILES[head_dim]
-    layouts, blocks = g.smem_layouts(16, head_dim, tiles), g.block_shapes(head_dim, tiles)
+    layouts, blocks = g.smem_layouts(16, head_dim), g.block_shapes(head_dim)
     dtypes = dict(q_desc="bf16", k_desc="bf16", v_desc="bf16", do_desc="bf16", lse_desc="fp32", delta_desc="fp32",
                   dq_desc="fp32")
     signature = {name: f"tensordesc<{dt}{blocks[name]},{layouts[name]!r}>" for name, dt in dtypes.items()}
