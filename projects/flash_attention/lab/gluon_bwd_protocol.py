@@ -3,9 +3,10 @@
 The forward's model (``gluon_protocol``) for the backward's agents: the producer warp, which loads K and V once
 and then Q (with its rows' LSE) and dO (with Δ) block after block into a STAGES-deep ring, and the four warps of
 each consumer warpgroup, in the order the kernel issues its waits, arrives, shared-memory reads and writes and
-wgmmas. Every consumer arrive is per-thread (a warp's 32 in one step; barriers count 128 per warpgroup). A
-wgmma starts once all four warps of its warpgroup have issued it, reads its shared memory until it completes, and
-a warpgroup's wgmmas complete in issue order. Checked for every schedule:
+wgmmas, with dQ's wgmma after dK's or before it (``DQ_FIRST``). Every consumer arrive is per-thread (a warp's 32
+in one step; barriers count 128 per warpgroup). A wgmma starts once all four warps of its warpgroup have issued
+it, reads its shared memory until it completes, and a warpgroup's wgmmas complete in issue order. Checked for
+every schedule:
 
 - no deadlock: every agent finishes;
 - TMA writes a Q/dO slot only when no wgmma is reading it; every read of a slot (a wgmma's, or a warp's load of
@@ -43,8 +44,9 @@ class Mma:
 
 
 class Model:
-    def __init__(self, n_blocks: int, stages: int, seed: int = 0, skip: str | None = None):
+    def __init__(self, n_blocks: int, stages: int, dq_first: bool = False, seed: int = 0, skip: str | None = None):
         self.n, self.stages, self.skip = n_blocks, stages, skip  # skip: a barrier whose waits are left out
+        self.dq_first = dq_first  # the kernel's DQ_FIRST: dQ's wgmma before dK's, dS released before Q/dO
         self.rng = random.Random(seed)
         self.kv_bar = Barrier(1)
         self.ready = {t: [Barrier(1) for _ in range(stages)] for t in ("q", "do")}
@@ -125,13 +127,21 @@ class Model:
                 yield from self._wait(self.ds_empty[b], ((i // 2) & 1) ^ 1)
             yield from self._write_ds(c, w, b, i)
             yield from self._arrive(self.ds_full[b])
-            yield from self._issue(c, w, ("q", s, i))  # dK += dSᵀ·Q
+            if not self.dq_first:
+                yield from self._issue(c, w, ("q", s, i))  # dK += dSᵀ·Q
             if self.skip != "ds_full":
                 yield from self._wait(self.ds_full[b], (i // 2) & 1)
             yield from self._issue(c, w, ("ds", b, i))  # dQ's share = dS·K
-            yield from self._mma_wait(c, w, 0)
-            yield from self._arrive(self.qdo_empty[s])
-            yield from self._arrive(self.ds_empty[b])
+            if self.dq_first:
+                yield from self._issue(c, w, ("q", s, i))  # dK += dSᵀ·Q, in flight under dQ's store
+                yield from self._mma_wait(c, w, 1)  # dV and dQ done
+                yield from self._arrive(self.ds_empty[b])
+                yield from self._mma_wait(c, w, 0)
+                yield from self._arrive(self.qdo_empty[s])
+            else:
+                yield from self._mma_wait(c, w, 0)
+                yield from self._arrive(self.qdo_empty[s])
+                yield from self._arrive(self.ds_empty[b])
 
     # --- producer -----------------------------------------------------------------------------------------------
 
@@ -180,17 +190,18 @@ class Model:
         play(agents, self._events, self.rng, max_steps)
 
 
-# (query blocks, ring depth): the ring is 2 deep at D = 128 (3 as lab/gluon_probe --bwd tries), 4 at D = 64.
-SETTINGS = [(n, st) for st in (2, 3, 4) for n in (1, 2, 3, 5, 8)]
+# (query blocks, ring depth, dQ first): the ring is 2 deep at D = 128 (3 as lab/gluon_probe --bwd tries), 4 at
+# D = 64; dQ's wgmma goes first causally at D = 128 (the kernel's DQ_FIRST).
+SETTINGS = [(n, st, dq) for dq in (False, True) for st in (2, 3, 4) for n in (1, 2, 3, 5, 8)]
 
 
 def check(schedules: int, skip: str | None = None) -> list[str]:
     """Every setting under ``schedules`` random schedules; the failures (setting: error)."""
     failures = []
-    for n, st in SETTINGS:
-        failure = first_failure(functools.partial(Model, n, st, skip=skip), range(schedules))
+    for n, st, dq in SETTINGS:
+        failure = first_failure(functools.partial(Model, n, st, dq, skip=skip), range(schedules))
         if failure:
-            failures.append(f"query blocks={n} stages={st} {failure}")
+            failures.append(f"query blocks={n} stages={st} dq first={dq} {failure}")
     return failures
 
 

@@ -224,4 +224,4 @@ def test_the_backward_protocol_model_holds_and_catches_a_missing_wait():
     assert bp.check(schedules=15) == []
     assert len(bp.check(schedules=15, skip="ds_full")) == len(bp.SETTINGS)  # dQ would read half-written dS
     # Without the producer's wait, a slot is refilled under its readers wherever the ring wraps.
-    assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st in bp.SETTINGS)
+    assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st, _ in bp.SETTINGS)
