@@ -26,19 +26,6 @@ BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, 
 B_H_S = (4, 16, 4096)
 
 
-def _ring_depths(stages: dict, depths):
-    """Each (D, ring depth) of ``depths``, with ``stages`` (a kernel's STAGES table) set to it meanwhile and put
-    back afterwards."""
-    default = dict(stages)
-    try:
-        for D, ring in depths:
-            for depth in ring:
-                stages[D] = depth
-                yield D, depth
-    finally:
-        stages.update(default)
-
-
 def _inputs(count: int, D: int) -> list:
     """``count`` seeded bf16 [B, H, S, D] tensors at the probe's shape."""
     import torch
@@ -61,29 +48,11 @@ def _print_row(cells: tuple, ok: bool, call, flops: float) -> None:
           flush=True)
 
 
-def probe_forward() -> int:
-    """The forward's K/V ring at today's depth and one deeper, ping-pong with and without the overlap."""
-    from ..kernels import gluon_fwd
-    from .gluon_check import check_case
-
-    print("D | causal | overlap | stages | rule | median ms | TFLOP/s", flush=True)
-    for D, stages in _ring_depths(gluon_fwd.STAGES, DEPTHS):
-        for causal in (False, True):
-            for overlap in (False, True):
-                ok = check_case(*B_H_S, D, causal, pingpong=True, overlap=overlap)
-                q, k, v = _inputs(3, D)
-
-                def call(q=q, k=k, v=v, causal=causal, overlap=overlap):
-                    return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap)
-
-                _print_row((D, causal, overlap, stages), ok, call, _fwd_flops(D, causal))
-    return 0
-
-
 @contextlib.contextmanager
 def _overridden(module, key: tuple, setting: dict):
-    """``module``'s tables (``STAGES`` by head dim, ``DQ_FIRST`` by (head dim, causal)) set to ``setting``'s values
-    at ``key`` = (head dim, causal) meanwhile, put back afterwards."""
+    """A kernel module's tables (``STAGES`` by head dim, ``DQ_FIRST`` by (head dim, causal)) set to ``setting``'s
+    values at ``key`` = (head dim, causal), or at its head dim where a table is keyed by head dim alone,
+    meanwhile; put back afterwards."""
     saved = {name: dict(getattr(module, name)) for name in setting}
     try:
         for name, value in setting.items():
@@ -93,6 +62,27 @@ def _overridden(module, key: tuple, setting: dict):
     finally:
         for name, table in saved.items():
             getattr(module, name).update(table)
+
+
+def probe_forward() -> int:
+    """The forward's K/V ring at today's depth and one deeper, ping-pong with and without the overlap."""
+    from ..kernels import gluon_fwd
+    from .gluon_check import check_case
+
+    print("D | causal | overlap | stages | rule | median ms | TFLOP/s", flush=True)
+    for D, depths in DEPTHS:
+        for stages in depths:
+            with _overridden(gluon_fwd, (D, ), {"STAGES": stages}):
+                for causal in (False, True):
+                    for overlap in (False, True):
+                        ok = check_case(*B_H_S, D, causal, pingpong=True, overlap=overlap)
+                        q, k, v = _inputs(3, D)
+
+                        def call(q=q, k=k, v=v, causal=causal, overlap=overlap):
+                            return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=overlap)
+
+                        _print_row((D, causal, overlap, stages), ok, call, _fwd_flops(D, causal))
+    return 0
 
 
 def probe_backward() -> int:
@@ -120,7 +110,7 @@ def probe_backward() -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bwd", action="store_true", help="the backward's Q/dO ring instead of the forward's K/V ring")
+    ap.add_argument("--bwd", action="store_true", help="the backward's settings (BWD_SETTINGS) instead of the forward's K/V ring")
     return probe_backward() if ap.parse_args().bwd else probe_forward()
 
 
