@@ -28,6 +28,11 @@ STAGES = (
           "--variant", "gluon_fa_persistent",
           "--variant", "sdpa_cudnn", "--variant", "fa4",
           "--timeout", "90", limit_s=360, default=False, env=TUNE),
+    # Forward+backward across the full bench's lengths and head dims, our candidates only (every baseline runs
+    # anyway; FlexAttention compiled at the headline length only).
+    bench(P, "sweep_fwd_bwd", "--bench", "attention_fwd_bwd", "--variant", "triton_fa", "--variant",
+          "gluon_fa_persistent", "--variant", "gluon_fa_bwd", "--variant", "sdpa_cudnn", "--variant", "fa4",
+          "--timeout", "90", limit_s=450, default=False, env={**TUNE, "GPUFOLIO_FA_FLEX_S": "4096"}),
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
     ncu("ncu", "_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", 3, NCU_SECTIONS, *PROFILE, "--bwd", limit_s=40,
         what="ncu on the forward, dK/dV and dQ kernels at the headline shape"),
@@ -46,6 +51,10 @@ STAGES = (
     ncu("ncu_fa4_bwd", "bwd|Backward|dq_convert", 6, (*NCU_SECTIONS, "SchedulerStats"), *PROFILE, "--bwd",
         "--backend", "fa4,gluon_bwd", limit_s=150, default=False,
         what="ncu on FlashAttention-4's and the Gluon backend's backward kernels at the headline shape"),
+    # The forwards' kernels, FlashAttention-4's beside the persistent Gluon one, at the headline shape (full).
+    ncu("ncu_fa4_fwd", "ForwardSm90|_attn_fwd_ws_kernel", 2, (*NCU_SECTIONS, "SchedulerStats"), *PROFILE,
+        "--backend", "fa4,gluon_persistent", limit_s=120, default=False,
+        what="ncu on FlashAttention-4's and the persistent Gluon forward's kernels at the headline shape"),
     module("gluon_probe", f"{LAB}.gluon_probe", limit_s=90, default=False,
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
     module("gluon_bwd_settings", f"{LAB}.gluon_probe", "--bwd", limit_s=240, default=False,

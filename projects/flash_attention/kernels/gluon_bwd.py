@@ -114,15 +114,6 @@ STAGES = {64: 4, 128: 2}  # Q/dO ring depth per head dim (the shared-memory budg
 # dQ's wgmma before dK's, by (head dim, causal), as ``lab/gluon_probe --bwd`` timed both orders: causally at
 # D = 128, dQ's store and reduce-add then run under dK's wgmma, which is faster; elsewhere it is slower.
 DQ_FIRST = {(64, False): False, (64, True): False, (128, False): False, (128, True): True}
-# dS handed between the consumers through named hardware barriers (``bar.arrive``/``bar.sync``), not mbarriers,
-# by (head dim, causal); see "Named barriers" in the design notes.
-NAMED_DS = {(64, False): False, (64, True): False, (128, False): False, (128, True): False}
-# dQ's reduce-add issued by the producer warp (FlashAttention-3's dQ writer), not by each consumer.
-DQ_WRITER = {(64, False): False, (64, True): False, (128, False): False, (128, True): False}
-# Named barrier ids (triton 3.6 takes 0 for the default partition, 1 for the whole CTA and 2 and up for the
-# workers' warpgroups): dS half h of buffer b is in, 8 + 2h + b; consumer h's dQ tile is in, 12 + h; the
-# producer's reduce has read it, 14 + h.
-DS_BAR, DQ_FULL_BAR, DQ_EMPTY_BAR = gl.constexpr(8), gl.constexpr(12), gl.constexpr(14)
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 
 
@@ -147,18 +138,6 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
     coord = _semantic._convert_to_ir_values(coord, require_i64=False)
     _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
-
-
-@gluon.jit
-def _named_barrier(bar_id, ASM: gl.constexpr, WARPS: gl.constexpr):
-    """``ASM`` (``bar.arrive $1, N;`` or ``bar.sync $1, N;``) on named barrier ``bar_id`` by every thread of this
-    ``WARPS``-warp partition. Gluon 3.6 exposes no named barriers, so this is inline PTX, one instance per thread
-    (a tensor of one element per thread), kept by ``is_pure=False``. A named barrier completes once N threads
-    have arrived or synced on it; like ``bar.sync``, it orders the participants' shared-memory accesses (the
-    async proxy still needs ``fence_async_shared`` before it)."""
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
-    ids = gl.full([32 * WARPS], 0, gl.int32, layout) + bar_id
-    gl.inline_asm_elementwise(ASM + "\n\tmov.u32 $0, 0;", "=r,r", [ids], dtype=gl.int32, is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -197,28 +176,9 @@ def _dq_from_tiles_kernel(dq_tiles, dq, scale, seqlen, n_qblocks, HEAD_DIM: tl.c
 
 
 @gluon.jit
-def _reduce_dq(dq_desc, dq_smem, i, end, seqlen, BLOCK_M: gl.constexpr, HEAD_DIM: gl.constexpr):
-    """The producer warp, as dQ writer: for each consumer, once its share of query block ``i`` is in its tile
-    (``DQ_FULL_BAR``), the TMA reduce-add of the tile into its place in the fp32 buffer; once the reduce has read
-    the tile, the consumer may write it again (``DQ_EMPTY_BAR``; not after the last block, which no write
-    follows, so every arrive meets a sync)."""
-    DQ_COLS: gl.constexpr = HEAD_DIM // 2
-    bh = gl.program_id(1)
-    n_qblocks = gl.cdiv(seqlen, BLOCK_M)
-    for h in gl.static_range(2):
-        _named_barrier(DQ_FULL_BAR + h, "bar.sync $1, 160;", 1)
-        _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0], dq_smem.index(h))
-    tma.store_wait(0)
-    if i + 1 < end:
-        for h in gl.static_range(2):
-            _named_barrier(DQ_EMPTY_BAR + h, "bar.arrive $1, 160;", 1)
-
-
-@gluon.jit
-def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, dq_desc, q_smem, do_smem, k_smem, v_smem,
-              lse_smem, delta_smem, dq_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride,
-              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, DQ_WRITER: gl.constexpr):
+def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem, lse_smem,
+              delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M: gl.constexpr,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     # Rows of the [B·H·S, D] views: this (batch, head) starts at bh · S. LSE and Δ are [B·H, lse_stride] with
     # lse_stride = S rounded up to 4: a 1-D TMA box has to start on a 16-byte boundary (an unaligned start is an
     # illegal instruction). A tile that runs past S reads the next head's rows (or TMA's zero fill at the end),
@@ -243,22 +203,13 @@ def _producer(q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, dq_desc, q_
         tma.async_copy_global_to_shared(do_desc, [row, 0], do_ready.index(s), do_smem.index(s))
         tma.async_copy_global_to_shared(delta_desc, [lse_base + i * BLOCK_M], do_ready.index(s),
                                         delta_smem.index(s))
-        if DQ_WRITER:
-            # dQ of the block STAGES behind: the consumers wrote it as they released that block's slot, the wait
-            # above, so this rarely blocks, and the loads stay STAGES blocks ahead.
-            if c >= STAGES:
-                _reduce_dq(dq_desc, dq_smem, i - STAGES, end, seqlen, BLOCK_M, HEAD_DIM)
-    if DQ_WRITER:
-        for i in range(gl.maximum(end - STAGES, first), end):
-            _reduce_dq(dq_desc, dq_smem, i, end, seqlen, BLOCK_M, HEAD_DIM)
-        tma.store_wait(0)
 
 
 @gluon.jit
 def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready, do_ready,
               qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, NAMED_DS: gl.constexpr, DQ_WRITER: gl.constexpr):
+              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):
     KEYS: gl.constexpr = BLOCK_N // 2  # this consumer's keys (the wgmma M of Sᵀ, dPᵀ, dV, dK)
     DQ_COLS: gl.constexpr = HEAD_DIM // 2  # this consumer's columns of dQ
     # Sᵀ, dPᵀ: [KEYS, BLOCK_M]; dK, dV: [KEYS, HEAD_DIM]; dQ's share: [BLOCK_M, DQ_COLS] — wgmma accumulators.
@@ -325,22 +276,15 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 
         # dQ needs all 128 keys' dS: each consumer writes its half of the buffer, then both read all of it.
         ds_buf = ds_smem.index(b)
-        if not NAMED_DS:
-            mbarrier.wait(ds_empty.index(b), ((c // 2) & 1) ^ 1)
+        mbarrier.wait(ds_empty.index(b), ((c // 2) & 1) ^ 1)
         ds_buf.slice(HALF * KEYS, KEYS).store(ds)
         hopper.fence_async_shared()  # the generic-proxy writes, before a wgmma (async proxy) reads them
-        if NAMED_DS:
-            _named_barrier(DS_BAR + 2 * HALF + b, "bar.arrive $1, 256;", 4)
-        else:
-            _arrive(ds_full.index(b), True)
+        _arrive(ds_full.index(b), True)
         ds_op = gl.convert_layout(ds, op_layout)
         if not DQ_FIRST:
             dk = hopper.warpgroup_mma(ds_op, q, dk, is_async=True)
 
-        if NAMED_DS:
-            _named_barrier(DS_BAR + 2 * (1 - HALF) + b, "bar.sync $1, 256;", 4)
-        else:
-            mbarrier.wait(ds_full.index(b), (c // 2) & 1)
+        mbarrier.wait(ds_full.index(b), (c // 2) & 1)
         ds_t = ds_buf.permute((1, 0))  # dS: [BLOCK_M queries, BLOCK_N keys], read transposed by the wgmma
         dq = hopper.warpgroup_mma(ds_t, k_cols, gl.zeros([BLOCK_M, DQ_COLS], gl.float32, dq_layout),
                                   use_acc=False, is_async=True)
@@ -348,39 +292,27 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
             # dK after dQ, so dQ's store and reduce below run while dK's wgmma is still in flight.
             dk = hopper.warpgroup_mma(ds_op, q, dk, is_async=True)
             dv, dq = hopper.warpgroup_mma_wait(1, deps=[dv, dq, pt_op, do, ds_t, k_cols])[:2]
-            if not NAMED_DS:
-                _arrive(ds_empty.index(b), True)
+            _arrive(ds_empty.index(b), True)
         else:
             dv, dk, dq = hopper.warpgroup_mma_wait(0, deps=[dv, dk, dq, pt_op, ds_op, do, q, ds_t, k_cols])[:3]
             _arrive(qdo_empty.index(s), True)
-            if not NAMED_DS:
-                _arrive(ds_empty.index(b), True)
+            _arrive(ds_empty.index(b), True)
 
         # dQ's share into its (batch·head, query block, consumer) tile of the fp32 buffer by a TMA reduce-add from
         # shared memory, in its registers' own order (``_fragment_order``). The previous block's reduce must have
         # read the buffer before it is overwritten (``store_wait``, the issuing thread's bulk group); a warpgroup
         # barrier then orders every thread's write after it, and another the writes (fenced for the async proxy)
         # before the one thread that issues the reduce. Rows past S add dS = 0 to the tile's padding.
-        if DQ_WRITER:
-            # The producer warp issues the reduce (``_reduce_dq``): wait until it has read the previous block's
-            # tile, write this one, fence it and tell the producer, which syncs on the same named barrier.
-            if c > 0:
-                _named_barrier(DQ_EMPTY_BAR + HALF, "bar.sync $1, 160;", 4)
-            dq_buf.store(_fragment_order(dq, DQ_COLS))
-            hopper.fence_async_shared()
-            _named_barrier(DQ_FULL_BAR + HALF, "bar.arrive $1, 160;", 4)
-        else:
-            tma.store_wait(0)
-            gl.thread_barrier()
-            dq_buf.store(_fragment_order(dq, DQ_COLS))
-            hopper.fence_async_shared()
-            gl.thread_barrier()
-            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
+        tma.store_wait(0)
+        gl.thread_barrier()
+        dq_buf.store(_fragment_order(dq, DQ_COLS))
+        hopper.fence_async_shared()
+        gl.thread_barrier()
+        _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
         if DQ_FIRST:
             dk = hopper.warpgroup_mma_wait(0, deps=[dk, ds_op, q])[0]
             _arrive(qdo_empty.index(s), True)
-    if not DQ_WRITER:
-        tma.store_wait(0)
+    tma.store_wait(0)
 
     # Epilogue: keys at or past S belong to no key of this head and are dropped.
     rows = key0 + gl.arange(0, KEYS, layout=gl.SliceLayout(1, kv_layout))
@@ -395,8 +327,7 @@ def _consumer(q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq
 def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, dq_desc, dk_ptr, dv_ptr, seqlen,
                         lse_stride, qk_scale, scale, HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr,
                         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr, NAMED_DS: gl.constexpr,
-                        DQ_WRITER: gl.constexpr):
+                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
@@ -431,13 +362,14 @@ def _attn_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, d
     gl.warp_specialize([
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, NAMED_DS, DQ_WRITER)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
         (_consumer, (q_smem, do_smem, k_smem, v_smem, lse_smem, delta_smem, ds_smem, dq_smem, kv_bar, q_ready,
                      do_ready, qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, NAMED_DS, DQ_WRITER)),
-        (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, dq_desc, q_smem, do_smem, k_smem,
-                     v_smem, lse_smem, delta_smem, dq_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_WRITER)),
+                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),
+        (_producer, (q_desc, do_desc, k_desc, v_desc, lse_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
+                     lse_smem, delta_smem, kv_bar, q_ready, do_ready, qdo_empty, seqlen, lse_stride, BLOCK_M, BLOCK_N,
+                     STAGES,
+                     CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -448,7 +380,6 @@ def kernel_args(head_dim: int, causal: bool) -> dict:
         raise ValueError(f"head dim {head_dim} unsupported: the Gluon backward takes {sorted(STAGES)}")
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
                 CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS, DQ_FIRST=DQ_FIRST[head_dim, bool(causal)],
-                NAMED_DS=NAMED_DS[head_dim, bool(causal)], DQ_WRITER=DQ_WRITER[head_dim, bool(causal)],
                 num_warps=4)
 
 

@@ -19,10 +19,10 @@ import sys
 
 # (D, ring depths): today's depth first, then one deeper.
 DEPTHS = ((128, (2, 3)), (64, (3, 4)))
-# ((D, causal), settings): each setting overrides entries of the backward's tables (STAGES by head dim; DQ_FIRST,
-# NAMED_DS and DQ_WRITER by head dim and causal); {} is the kernel as committed.
-_SYNC = ({}, {"NAMED_DS": True}, {"DQ_WRITER": True}, {"NAMED_DS": True, "DQ_WRITER": True})
-BWD_SETTINGS = tuple(((D, causal), _SYNC) for D in (128, 64) for causal in (False, True))
+# ((D, causal), settings): each setting overrides entries of the backward's tables (STAGES by head dim, DQ_FIRST
+# by head dim and causal); {} is the kernel as committed.
+BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, True), ({}, {"DQ_FIRST": False})),
+                ((64, False), ({}, {"DQ_FIRST": True})), ((64, True), ({}, {"DQ_FIRST": True})))
 B_H_S = (4, 16, 4096)
 
 
