@@ -109,12 +109,8 @@ BLOCK_N = 128  # keys per step
 STAGES = {64: 3, 128: 2}  # K/V ring depth per head dim (shared-memory budget above)
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals per consumer
-# The persistent schedule's ping-pong turns on named hardware barriers (``bar.sync``/``bar.arrive``, as
-# FlashAttention-3 hands them over) instead of mbarriers, by head dim.
-NAMED_TURNS = {64: False, 128: False}
-# Named barrier ids of the two turns (triton 3.6 takes 0 for the default partition, 1 for the whole CTA and 2 and
-# up for the workers' warpgroups): consumer h's turn is TURN_BAR + h.
-TURN_BAR = gl.constexpr(8)
+# The softmax-under-P·V schedules' row reductions in short chains, by head dim: see ``_row_max``.
+SHORT_CHAINS = {64: False, 128: False}
 assert tile_order.BLOCK == 2 * BLOCK_M == BLOCK_N, "tile_order models the kernel's tiles and key blocks"
 
 
@@ -220,6 +216,47 @@ def _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N: gl.constexpr, C
 
 
 @gluon.jit
+def _row_max(z, rows_layout: gl.constexpr):
+    """max(z, 1) for a [64, 128] wgmma accumulator in short chains. Each thread holds 32 of a row's 128 values
+    (column 8j + 2t + e for its lane's t and all j, e), and ``gl.max`` folds them in one dependent chain of 31
+    FMNMX. Split as column 32a + b, the max over a (4 values, in registers) first gives 16 chains of 3 per thread,
+    then the 8 left and the quad's lanes: about 12 deep instead of 33, as FlashAttention-4's sm90 softmax does."""
+    BLOCK_M: gl.constexpr = z.shape[0]
+    BLOCK_N: gl.constexpr = z.shape[1]
+    partial = gl.max(gl.reshape(z, [BLOCK_M, 4, BLOCK_N // 4]), 1)
+    return gl.convert_layout(gl.max(partial, 1), rows_layout)
+
+
+@gluon.jit
+def _row_partial_sums(p):
+    """Per-lane partial row sums [64, 4] of a [64, 128] wgmma accumulator: each thread adds its own 32 values of
+    a row (column 32a + 8j + 2t + e: over a first, 16 chains of 3, then e and j) and the quad's four lanes keep
+    their sums apart, to be added once in the epilogue (``_row_total``) instead of by two shuffles per key
+    block."""
+    BLOCK_M: gl.constexpr = p.shape[0]
+    BLOCK_N: gl.constexpr = p.shape[1]
+    x = gl.sum(gl.reshape(p, [BLOCK_M, 4, BLOCK_N // 32, 4, 2]), 1)  # [64, j, t, e]
+    return gl.sum(gl.sum(x, 3), 1)  # [64, t]
+
+
+@gluon.jit
+def _row_total(l_part, rows_layout: gl.constexpr):
+    """The row sums from ``_row_partial_sums``'s lanes (the quad's two shuffles, once per tile)."""
+    return gl.convert_layout(gl.sum(l_part, 1), rows_layout)
+
+
+@gluon.jit
+def _online_softmax_short(z, m_i, l_part, qk_scale, rows_layout: gl.constexpr):
+    """``_online_softmax`` (LEAN) with the row max in short chains and the row sum kept per lane (``l_part``,
+    [64, 4]): (P, new running max, new partial sums, alpha)."""
+    m_new = gl.maximum(m_i, _row_max(z, rows_layout) * qk_scale)
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(z * qk_scale - m_new[:, None])
+    part_rows: gl.constexpr = gl.SliceLayout(1, l_part.type.layout)
+    return p, m_new, l_part * gl.convert_layout(alpha, part_rows)[:, None] + _row_partial_sums(p), alpha
+
+
+@gluon.jit
 def _online_softmax(z, m_i, l_i, qk_scale, LEAN: gl.constexpr):
     """(P, new running max, new running sum, alpha = the factor that rescales what came before); the max is
     in base-2 units. LEAN: ``z`` is unscaled, so the scale rides in the exponent's FMA (z·scale - max, as
@@ -236,36 +273,6 @@ def _online_softmax(z, m_i, l_i, qk_scale, LEAN: gl.constexpr):
 
 
 @gluon.jit
-def _named_barrier(bar_id, ASM: gl.constexpr, WARPS: gl.constexpr):
-    """``ASM`` (``bar.arrive $1, N;`` or ``bar.sync $1, N;``) on named barrier ``bar_id`` by every thread of this
-    ``WARPS``-warp partition. Gluon 3.6 exposes no named barriers, so this is inline PTX, one instance per thread
-    (a tensor of one element per thread), kept by ``is_pure=False``. A named barrier completes once N threads
-    have arrived or synced on it."""
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
-    ids = gl.full([32 * WARPS], 0, gl.int32, layout) + bar_id
-    gl.inline_asm_elementwise(ASM + "\n\tmov.u32 $0, 0;", "=r,r", [ids], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _take_turn(my_turn, phase, NAMED: gl.constexpr):
-    """Wait for this consumer's turn on the tensor cores: its mbarrier's ``phase``, or (NAMED) its named barrier,
-    which the other consumer's ``bar.arrive`` and this ``bar.sync`` complete together."""
-    if NAMED:
-        _named_barrier(my_turn, "bar.sync $1, 256;", 4)
-    else:
-        mbarrier.wait(my_turn, phase)
-
-
-@gluon.jit
-def _hand_turn(other_turn, LEAN: gl.constexpr, NAMED: gl.constexpr):
-    """Hand the tensor cores to the other consumer."""
-    if NAMED:
-        _named_barrier(other_turn, "bar.arrive $1, 256;", 4)
-    else:
-        _arrive(other_turn, LEAN)
-
-
-@gluon.jit
 def _arrive(bar, LEAN: gl.constexpr):
     """This consumer warpgroup's arrive. Default: ``mbarrier.arrive``, one thread's arrive, which triton 3.6
     lowers behind a warpgroup-wide ``bar.sync``. LEAN: each of the 128 threads arrives for itself, with no
@@ -279,16 +286,15 @@ def _arrive(bar, LEAN: gl.constexpr):
 
 @gluon.jit
 def _mma_on_turn(a, b, acc, use_acc: gl.constexpr, ready, empty, my_turn, other_turn, j, STAGES: gl.constexpr,
-                 PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase, TAKE_TURN: gl.constexpr = True,
-                 NAMED: gl.constexpr = False):
+                 PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase, TAKE_TURN: gl.constexpr = True):
     """acc (+)= a·b for block j: wait for the block's slot, take this consumer's turn (unless already taken),
     issue, hand the turn over, wait the MMA out, release the slot. ``b`` is the slot's view (K_jᵀ or V_j)."""
     mbarrier.wait(ready.index(j % STAGES), (j // STAGES) & 1)
     if PINGPONG and TAKE_TURN:
-        _take_turn(my_turn, turn_phase, NAMED)
+        mbarrier.wait(my_turn, turn_phase)
     acc = hopper.warpgroup_mma(a, b, acc, use_acc=use_acc, is_async=True)
     if PINGPONG:
-        _hand_turn(other_turn, LEAN, NAMED)
+        _arrive(other_turn, LEAN)
     acc = hopper.warpgroup_mma_wait(0, deps=[acc, a, b])[0]
     _arrive(empty.index(j % STAGES), LEAN)
     return acc
@@ -296,20 +302,18 @@ def _mma_on_turn(a, b, acc, use_acc: gl.constexpr, ready, empty, my_turn, other_
 
 @gluon.jit
 def _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, j, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-        STAGES: gl.constexpr, PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase, s_layout: gl.constexpr,
-        NAMED: gl.constexpr = False):
+        STAGES: gl.constexpr, PINGPONG: gl.constexpr, LEAN: gl.constexpr, turn_phase, s_layout: gl.constexpr):
     """S = Q·K_jᵀ on its own turn, waited out; releases K_j's slot."""
     return _mma_on_turn(q, k_smem.index(j % STAGES).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                        False, k_ready, k_empty, my_turn, other_turn, j, STAGES, PINGPONG, LEAN, turn_phase,
-                        NAMED=NAMED)
+                        False, k_ready, k_empty, my_turn, other_turn, j, STAGES, PINGPONG, LEAN, turn_phase)
 
 
 @gluon.jit
 def _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-        LEAN: gl.constexpr, turn_phase, TAKE_TURN: gl.constexpr = True, NAMED: gl.constexpr = False):
+        LEAN: gl.constexpr, turn_phase, TAKE_TURN: gl.constexpr = True):
     """O += P_j·V_j on its own turn, waited out; releases V_j's slot."""
     return _mma_on_turn(p_op, v_smem.index(j % STAGES), acc, True, v_ready, v_empty, my_turn, other_turn, j,
-                        STAGES, PINGPONG, LEAN, turn_phase, TAKE_TURN, NAMED)
+                        STAGES, PINGPONG, LEAN, turn_phase, TAKE_TURN)
 
 
 @gluon.jit
@@ -317,7 +321,7 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
                    seqlen, qk_scale, q_block, bh, n_blocks, kv0, turn0, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
                    BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                    PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr,
-                   NAMED: gl.constexpr = False):
+                   SHORT: gl.constexpr = False):
     """One tile (query block q_block of bh) for one consumer, Q in shared memory already: its key-block loop and
     epilogue. ``kv0`` key blocks went through the K/V ring before this tile and ``turn0`` turns were this
     consumer's (both 0 without persistence): slot and phase of block j are those of ring count kv0 + j, and the
@@ -334,7 +338,10 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
     row0 = q_block * (2 * BLOCK_M) + HALF * BLOCK_M  # first query row of this consumer
     rows = row0 + gl.arange(0, BLOCK_M, layout=s_rows)
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, s_rows)
-    l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)
+    if SHORT:  # per-lane partial sums, [BLOCK_M, 4], added up in the epilogue
+        l_i = _row_partial_sums(gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout))
+    else:
+        l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
 
     if OVERLAP:
@@ -346,12 +353,15 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
         # the wait on P_{j-1}·V_{j-1} below the softmax of S_j. (Keeping P·V in flight across the back edge, its
         # wait at the top of the next block, made ptxas serialise every wgmma instead.)
         qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, kv0, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN,
-                 turn0 & 1, s_layout, NAMED)
+                 turn0 & 1, s_layout)
         z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
-        p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
+        if SHORT:
+            p, m_i, l_i, alpha = _online_softmax_short(z, m_i, l_i, qk_scale, s_rows)
+        else:
+            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
         if UNDER_PV:
-            _take_turn(my_turn, (turn0 + 1) & 1, NAMED)
+            mbarrier.wait(my_turn, (turn0 + 1) & 1)
         for j in range(1, n_blocks):
             c = kv0 + j  # ring count of block j
             s = c % STAGES
@@ -361,25 +371,28 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
             mbarrier.wait(k_ready.index(s), (c // STAGES) & 1)
             mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
             if PINGPONG and not UNDER_PV:
-                _take_turn(my_turn, (turn0 + j) & 1, NAMED)
+                mbarrier.wait(my_turn, (turn0 + j) & 1)
             qk = hopper.warpgroup_mma(q, k_t, gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
                                       is_async=True)
             acc = hopper.warpgroup_mma(p_op, v, acc, is_async=True)
             if PINGPONG:
-                _hand_turn(other_turn, LEAN, NAMED)
+                _arrive(other_turn, LEAN)
             qk = hopper.warpgroup_mma_wait(1, deps=[qk, q, k_t])[0]
             _arrive(k_empty.index(s), LEAN)
             z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
-            p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
+            if SHORT:
+                p, m_i, l_i, alpha = _online_softmax_short(z, m_i, l_i, qk_scale, s_rows)
+            else:
+                p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
             if UNDER_PV:
-                _take_turn(my_turn, (turn0 + j + 1) & 1, NAMED)
+                mbarrier.wait(my_turn, (turn0 + j + 1) & 1)
             acc = hopper.warpgroup_mma_wait(0, deps=[acc, p_op, v])[0]
             _arrive(v_empty.index(prev), LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
         # The last P·V, on the last turn (phase n_blocks & 1; UNDER_PV has taken it already).
         acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, kv0 + n_blocks - 1, STAGES, PINGPONG,
-                  LEAN, (turn0 + n_blocks) & 1, TAKE_TURN=not UNDER_PV, NAMED=NAMED)
+                  LEAN, (turn0 + n_blocks) & 1, TAKE_TURN=not UNDER_PV)
     else:
         # Two turns per block, Q·Kᵀ then P·V: phase 0 then phase 1 (turn0 is even: two turns per block).
         for j in range(n_blocks):
@@ -392,6 +405,8 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
             acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, kv0 + j, STAGES, PINGPONG, LEAN, 1)
 
     # Epilogue: rows at or past S belong to no query of this head and are dropped.
+    if SHORT:
+        l_i = _row_total(l_i, s_rows)
     o = acc / gl.convert_layout(l_i, o_rows)[:, None]
     o_r = row0 + gl.arange(0, BLOCK_M, layout=o_rows)
     o_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
@@ -407,15 +422,7 @@ def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty
               o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr,
-              PERSISTENT: gl.constexpr, NAMED: gl.constexpr):
-    if NAMED:
-        # The turns are named barriers: ids, not mbarriers. Consumer 0 goes first (consumer 1's arrive on its
-        # barrier stands for the mbarrier's pre-arrival), and consumer 0 takes one last turn after its tiles,
-        # which completes consumer 1's last hand-over, so no barrier is left half-arrived when the CTA exits.
-        my_turn = TURN_BAR + HALF
-        other_turn = TURN_BAR + 1 - HALF
-        if HALF == 1:
-            _hand_turn(other_turn, LEAN, NAMED)
+              PERSISTENT: gl.constexpr, SHORT: gl.constexpr):
     if not LEAN:  # one [2, 1] allocation of both turns, passed as both
         my_turn = my_turn.index(HALF)
         other_turn = other_turn.index(1 - HALF)
@@ -431,20 +438,18 @@ def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty
             mbarrier.wait(q_full.index(buf), (i // 2) & 1)
             _consumer_tile(q_smem.index(2 * buf + HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn,
                            other_turn, o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n, kv0, turn0, HALF, BLOCK_M,
-                           BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, NAMED)
+                           BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, SHORT)
             _arrive(q_empty.index(buf), LEAN)  # every wgmma reading this Q has been waited out
             kv0 += n
             turn0 += n + 1
             i += 1
-        if NAMED and HALF == 0:
-            _take_turn(my_turn, 0, NAMED)
     else:
         q_block, bh = _tile_of(gl.program_id(0), gl.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, CAUSAL)
         n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
         mbarrier.wait(q_full, 0)
         _consumer_tile(q_smem.index(HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
                        o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n, 0, 0, HALF, BLOCK_M, BLOCK_N, HEAD_DIM,
-                       STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV)
+                       STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, SHORT)
 
 
 @gluon.jit
@@ -453,7 +458,7 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr,
                         UNDER_PV: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                        PRODUCER_REGS: gl.constexpr, NAMED: gl.constexpr):
+                        PRODUCER_REGS: gl.constexpr, SHORT: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_buffers: gl.constexpr = 2 if PERSISTENT else 1  # persistent: the next tile's Q lands during this one
     q_smem = gl.allocate_shared_memory(dtype, [2 * q_buffers, BLOCK_M, HEAD_DIM], q_desc.layout)
@@ -508,10 +513,10 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1,
                      o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES,
-                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT, NAMED)),
+                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT, SHORT)),
         (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0,
                      o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES,
-                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT, NAMED)),
+                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT, SHORT)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty,
                      v_empty, seqlen, n_bh, group, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CAUSAL, PERSISTENT)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -530,7 +535,7 @@ def kernel_args(head_dim: int, causal: bool, pingpong: bool, overlap: bool = Fal
     return dict(HEAD_DIM=head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGES=STAGES[head_dim], CAUSAL=causal,
                 PINGPONG=pingpong, OVERLAP=overlap, LEAN=lean, UNDER_PV=under_pv, PERSISTENT=persistent,
                 CONSUMER_REGS=CONSUMER_REGS, PRODUCER_REGS=PRODUCER_REGS,
-                NAMED=bool(persistent and NAMED_TURNS[head_dim]), num_warps=4)
+                SHORT=bool(under_pv and SHORT_CHAINS[head_dim]), num_warps=4)
 
 
 def smem_layouts(dtype_bits: int, head_dim: int):

@@ -175,17 +175,9 @@ def settings(lean_only: bool) -> list[tuple]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lean", action="store_true", help="the lean settings only (softmax under P·V included)")
-    ap.add_argument("--named-turns", action="store_true",
-                    help="the persistent settings only, their turns on named barriers (gluon_fwd.NAMED_TURNS)")
     a = ap.parse_args()
-    if a.named_turns:
-        from ..kernels import gluon_fwd
-
-        gluon_fwd.NAMED_TURNS.update(dict.fromkeys(gluon_fwd.NAMED_TURNS, True))
     failed = 0
     for lean, under_pv, persistent, head_dim, causal, pingpong, overlap in settings(a.lean):
-        if a.named_turns and not persistent:
-            continue
         label = (f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
                  + (" under_pv=True" if under_pv else "") + (" persistent=True" if persistent else ""))
         try:

@@ -1,10 +1,11 @@
-"""Exploration, a lab stage: the Gluon forward's K/V ring depth, or (``--bwd``) settings of the Gluon backward.
+"""Exploration, a lab stage: the Gluon forward's K/V ring depth, settings of its newest schedules
+(``--fwd-settings``), or (``--bwd``) settings of the Gluon backward.
 
 At the headline shape, each setting is held to FlashAttention's rule first, then timed with the harness's event
 timer. Prints one line per setting; NOT a source of published numbers (those come from the bench's stamped
 records).
 
-    python -m gpufolio_projects.flash_attention.lab.gluon_probe [--bwd]
+    python -m gpufolio_projects.flash_attention.lab.gluon_probe [--fwd-settings | --bwd]
 
 Shared memory per CTA is Q (2 × 64 × D) plus STAGES × (K + V) tiles of 128 × D, bf16: at D = 128, 2 stages
 take 160 KiB and 3 take 224 KiB of the 227 KiB a CTA may have; at D = 64, 3 stages take 112 KiB and 4 take
@@ -24,6 +25,8 @@ DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, True), ({}, {"DQ_FIRST": False})),
                 ((64, False), ({}, {"DQ_FIRST": True})), ((64, True), ({}, {"DQ_FIRST": True})))
 B_H_S = (4, 16, 4096)
+# The softmax-under-P·V and persistent forwards' settings (tables of gluon_fwd by head dim): {} is as committed.
+FWD_SETTINGS = ({}, {"SHORT_CHAINS": True})
 
 
 def _inputs(count: int, D: int) -> list:
@@ -85,6 +88,31 @@ def probe_forward() -> int:
     return 0
 
 
+def probe_forward_settings() -> int:
+    """The softmax-under-P·V and persistent forwards in each of ``FWD_SETTINGS``, checked at the headline shape
+    and a ragged one, then timed."""
+    from ..kernels import gluon_fwd
+    from .gluon_check import check_case
+
+    print("D | causal | schedule | setting | rule | median ms | TFLOP/s", flush=True)
+    for D in (128, 64):
+        for causal in (False, True):
+            for persistent in (False, True):
+                for setting in FWD_SETTINGS:
+                    with _overridden(gluon_fwd, (D, causal), setting):
+                        flags = dict(pingpong=True, overlap=True, lean=True, under_pv=True, persistent=persistent)
+                        ok = check_case(*B_H_S, D, causal, **flags) and check_case(2, 4, 777, D, causal, **flags)
+                        q, k, v = _inputs(3, D)
+
+                        def call(q=q, k=k, v=v, causal=causal, flags=flags):
+                            return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
+
+                        label = " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
+                        schedule = "persistent" if persistent else "under_pv"
+                        _print_row((D, causal, schedule, label), ok, call, _fwd_flops(D, causal))
+    return 0
+
+
 def probe_backward() -> int:
     """The backward's settings of ``BWD_SETTINGS``, each checked at the headline shape and a ragged one, then the
     backward alone (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
@@ -111,7 +139,12 @@ def probe_backward() -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bwd", action="store_true", help="the backward's settings (BWD_SETTINGS) instead of the forward's K/V ring")
-    return probe_backward() if ap.parse_args().bwd else probe_forward()
+    ap.add_argument("--fwd-settings", action="store_true",
+                    help="the softmax-under-P·V and persistent forwards' settings (FWD_SETTINGS)")
+    a = ap.parse_args()
+    if a.fwd_settings:
+        return probe_forward_settings()
+    return probe_backward() if a.bwd else probe_forward()
 
 
 if __name__ == "__main__":
