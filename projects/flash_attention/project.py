@@ -23,8 +23,7 @@ STAGES = (
           env={**TUNE, "GPUFOLIO_FA_FLEX_S": "1024 4096 16384"}),  # FlexAttention compiled at three lengths only
     # The forward's length and head-dim sweep, our candidates only (every baseline runs anyway): the full
     # bench's forward configs without its backward.
-    bench(P, "sweep_fwd", "--bench", "attention_fwd", "--variant", "triton_fa", "--variant", "gluon_fa",
-          "--variant", "gluon_fa_overlap", "--variant", "gluon_fa_lean", "--variant", "gluon_fa_under_pv",
+    bench(P, "sweep_fwd", "--bench", "attention_fwd", "--variant", "triton_fa", "--variant", "gluon_fa_under_pv",
           "--variant", "gluon_fa_persistent",
           "--variant", "sdpa_cudnn", "--variant", "fa4",
           "--timeout", "90", limit_s=360, default=False, env=TUNE),

@@ -109,8 +109,9 @@ BLOCK_N = 128  # keys per step
 STAGES = {64: 3, 128: 2}  # K/V ring depth per head dim (shared-memory budget above)
 CONSUMER_REGS, PRODUCER_REGS = 240, 24
 CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals per consumer
-# The softmax-under-P·V schedules' row reductions in short chains, by head dim: see ``_row_max``.
-SHORT_CHAINS = {64: False, 128: False}
+# The softmax-under-P·V schedules' row reductions in short chains (``_row_max``), by head dim, as
+# ``lab/gluon_probe --fwd-settings`` timed them: about 5% faster at D = 64, slower at D = 128.
+SHORT_CHAINS = {64: True, 128: False}
 assert tile_order.BLOCK == 2 * BLOCK_M == BLOCK_N, "tile_order models the kernel's tiles and key blocks"
 
 
