@@ -206,6 +206,20 @@ def test_ragged_shape_passes_the_flash_rule(causal, overlap, lean, under_pv, per
 
 @pytest.mark.gpu
 @needs_hopper
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_short_chain_softmax_at_d64_passes_the_flash_rule(causal, persistent):
+    # D = 64 runs the softmax's reductions in short chains (gluon_fwd.SHORT_CHAINS): a ragged S, so the masked
+    # last key block and rows past S go through the reshaped max and the per-lane sums too.
+    assert gluon_fwd.SHORT_CHAINS[64]
+    q, k, v = make_qkv(8, 24, 24, 333, 333, 64, torch.bfloat16, device="cuda")
+    out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True,
+                                           persistent=persistent)
+    check_flash_rule(out, q, k, v, causal)
+
+
+@pytest.mark.gpu
+@needs_hopper
 @pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "triton"])
 @pytest.mark.parametrize("S,D,causal", [(333, 128, False), (333, 128, True), (517, 64, True)])
 def test_backward_of_each_gluon_backend_passes_the_flash_rule(backend, S, D, causal):
