@@ -99,8 +99,9 @@ def key_block_loops(sass: str) -> list[dict]:
     """Each consumer's key-block loop in the SASS, in code order: the innermost loops (backward branches) that
     issue wgmma, with their static instruction count, the counts of ``SASS_FAMILIES``, and (overlap) how many
     exponentials (MUFU.EX2) sit between the wait on S_j (``WARPGROUP.DEPBAR.LE gsb0, 0x1``) and the wait on
-    P_{j-1}·V_{j-1} (``... 0x0``), i.e. how much of the softmax runs under its own P·V. The try-wait retry stubs
-    after the last EXIT branch back into the code and are not loops."""
+    P_{j-1}·V_{j-1} (``... 0x0``), i.e. how much of the softmax runs under its own P·V, and the longest chain of
+    dependent FMNMX (the row max's). The try-wait retry stubs after the last EXIT branch back into the code and
+    are not loops."""
     instrs, label_addr, pending = [], {}, []
     for line in sass.splitlines():
         label = re.match(r"\s*\.(L_x_\d+):", line)
@@ -125,7 +126,27 @@ def key_block_loops(sass: str) -> list[dict]:
              if not any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2, _ in loops)]
     return [{"instructions": len(body), **{name: sum(o.startswith(prefixes) for o, _ in body)
                                            for name, prefixes in SASS_FAMILIES.items()},
-             "exp under P·V": _exp_between_waits(body)} for _, _, body in sorted(inner)]
+             "exp under P·V": _exp_between_waits(body), "FMNMX chain": _longest_chain(body, "FMNMX")}
+            for _, _, body in sorted(inner)]
+
+
+def _longest_chain(body: list[tuple[str, str]], opcode: str) -> int:
+    """The longest run of ``opcode`` instructions in ``body`` each reading the one before's result (in code
+    order, straight-line: a register written by anything else starts over): the softmax's row max is one
+    FMNMX chain per row unless the reduction is split."""
+    depth: dict[str, int] = {}
+    longest = 0
+    for op, rest in body:
+        regs = re.findall(r"-?\|?(R\d+)", rest)
+        if not regs:
+            continue
+        dest, sources = regs[0], regs[1:]
+        if op.split(".")[0] == opcode:
+            depth[dest] = 1 + max((depth.get(r, 0) for r in sources), default=0)
+            longest = max(longest, depth[dest])
+        else:
+            depth.pop(dest, None)
+    return longest
 
 
 def _exp_between_waits(body: list[tuple[str, str]]) -> int:
