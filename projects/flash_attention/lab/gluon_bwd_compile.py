@@ -26,7 +26,8 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
 
 def describe_query_block_loops(loops: list[dict]) -> str:
     """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops, from the forward's
-    SASS loop finder (the innermost loops that issue wgmma); its exponentials-under-P·V count is a forward metric."""
+    SASS loop finder (the innermost loops that issue wgmma); its exponentials under P·V and row-max chain are the
+    forward's softmax metrics, left out."""
     return describe_loops(loops, "query block", skip=("exp under P·V", "FMNMX chain"))
 
 

@@ -137,7 +137,7 @@ def _longest_chain(body: list[tuple[str, str]], opcode: str) -> int:
     depth: dict[str, int] = {}
     longest = 0
     for op, rest in body:
-        regs = re.findall(r"-?\|?(R\d+)", rest)
+        regs = re.findall(r"\bR\d+\b", rest)
         if not regs:
             continue
         dest, sources = regs[0], regs[1:]

@@ -25,8 +25,9 @@ DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, True), ({}, {"DQ_FIRST": False})),
                 ((64, False), ({}, {"DQ_FIRST": True})), ((64, True), ({}, {"DQ_FIRST": True})))
 B_H_S = (4, 16, 4096)
-# The softmax-under-P·V and persistent forwards' settings (tables of gluon_fwd by head dim): {} is as committed.
-FWD_SETTINGS = ({}, {"SHORT_CHAINS": True})
+# The softmax-under-P·V and persistent forwards' settings (tables of gluon_fwd by head dim), each spelled out: the
+# committed table differs by head dim, so {} would time the same kernel as one of them.
+FWD_SETTINGS = ({"SHORT_CHAINS": False}, {"SHORT_CHAINS": True})
 
 
 def _inputs(count: int, D: int) -> list:
@@ -51,11 +52,16 @@ def _print_row(cells: tuple, ok: bool, call, flops: float) -> None:
           flush=True)
 
 
+def _label(setting: dict) -> str:
+    """A setting as its table entries, 'STAGES=3 DQ_FIRST=True'; {} is the kernel as committed."""
+    return " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
+
+
 @contextlib.contextmanager
 def _overridden(module, key: tuple, setting: dict):
-    """A kernel module's tables (``STAGES`` by head dim, ``DQ_FIRST`` by (head dim, causal)) set to ``setting``'s
-    values at ``key`` = (head dim, causal), or at its head dim where a table is keyed by head dim alone,
-    meanwhile; put back afterwards."""
+    """A kernel module's tables (by head dim, like ``STAGES``, or by (head dim, causal), like ``DQ_FIRST``) set to
+    ``setting``'s values at ``key`` = (head dim, causal), or at its head dim where a table is keyed by head dim
+    alone, meanwhile; put back afterwards."""
     saved = {name: dict(getattr(module, name)) for name in setting}
     try:
         for name, value in setting.items():
@@ -107,9 +113,8 @@ def probe_forward_settings() -> int:
                         def call(q=q, k=k, v=v, causal=causal, flags=flags):
                             return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
 
-                        label = " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
                         schedule = "persistent" if persistent else "under_pv"
-                        _print_row((D, causal, schedule, label), ok, call, _fwd_flops(D, causal))
+                        _print_row((D, causal, schedule, _label(setting)), ok, call, _fwd_flops(D, causal))
     return 0
 
 
@@ -131,16 +136,17 @@ def probe_backward() -> int:
                 def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
                     return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
-                label = " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
-                _print_row((D, causal, label), ok, call, 2.5 * _fwd_flops(D, causal))
+                _print_row((D, causal, _label(setting)), ok, call, 2.5 * _fwd_flops(D, causal))
     return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bwd", action="store_true", help="the backward's settings (BWD_SETTINGS) instead of the forward's K/V ring")
-    ap.add_argument("--fwd-settings", action="store_true",
-                    help="the softmax-under-P·V and persistent forwards' settings (FWD_SETTINGS)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--bwd", action="store_true",
+                       help="the backward's settings (BWD_SETTINGS) instead of the forward's K/V ring")
+    which.add_argument("--fwd-settings", action="store_true",
+                       help="the softmax-under-P·V and persistent forwards' settings (FWD_SETTINGS)")
     a = ap.parse_args()
     if a.fwd_settings:
         return probe_forward_settings()
