@@ -75,14 +75,7 @@ tiles of a group first):
   latter counting both consumers' releases after a tile's last wgmma), so the producer loads tile i + 1's Q and
   first K/V blocks while the consumers finish tile i; the K/V ring and the turns run on across tiles (block j of
   a tile is ring count kv0 + j, its k-th turn turn0 + k, turn0 growing by n + 1 per tile). 197 KiB of shared
-  memory at D = 128.
-- Split tail (``SPLIT_TAIL``; persistent, full attention): where the tiles do not fill whole waves, the last
-  ones' key blocks are cut into one run per CTA (``tile_order.split_tail``). A CTA walks its pieces first, each
-  leaving its unnormalised O, row max and row sum in a workspace slot and releasing it (each thread adds one to
-  the slot's flag with release semantics); then its whole tiles; then, if it holds a split tile's last piece,
-  the combine: it acquires every piece's flag, adds the partials as the online softmax adds key blocks, writes O
-  and LSE, and puts the flags back to 0 for the next launch. The combining CTA is the highest-numbered of its
-  tile's, so it waits only on CTAs started before it, which wrote their pieces first thing.
+  memory at D = 128. ptxas spills a few registers around each tile's epilogue (never in the key-block loop).
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
   head's rows, or on TMA's zero fill, and dropped); LSE as fp32 [B, H, S] in log2 units (m + log2 l), the
   Triton forward's convention, which its backward reads.
@@ -93,8 +86,7 @@ passed FlashAttention's rule on every case (headline, ragged S, D = 64, causal) 
 off, and for the lean settings; its ``--under-pv`` cases are the under-P·V schedule's. The GPU tests in
 tests/test_gluon.py.
 
-Not done: a TMA store of O, GQA, Sq != Sk, fp8; the split tail for causal attention (its tiles differ in
-length, and the whole-tile hand-out already balances them to within 1%).
+Not done: a TMA store of O, GQA, Sq != Sk, fp8.
 """
 from __future__ import annotations
 
@@ -120,10 +112,6 @@ CONSUMER_THREADS = gl.constexpr(128)  # one warpgroup: a LEAN barrier's arrivals
 # The softmax-under-P·V schedules' row reductions in short chains (``_row_max``), by head dim, as
 # ``lab/gluon_probe --fwd-settings`` timed them: about 5% faster at D = 64, slower at D = 128.
 SHORT_CHAINS = {64: True, 128: False}
-# The persistent schedule's split tail (``tile_order.split_tail``: the last wave's key blocks spread over every CTA)
-# by head dim; it applies where every tile is one length (full attention).
-SPLIT_TAIL = {64: True, 128: True}
-ENTRY_WORDS = gl.constexpr(tile_order.ENTRY_WORDS)  # int32 words per entry of a persistent CTA's list
 assert tile_order.BLOCK == 2 * BLOCK_M == BLOCK_N, "tile_order models the kernel's tiles and key blocks"
 
 
@@ -147,18 +135,6 @@ def _unpack_tile(packed):
 
 
 @gluon.jit
-def _work_entries(sched_ptr):
-    """(first word, end word) of this CTA's entries that walk key blocks: its whole list but a combine, which
-    ``tile_order.split_tail`` puts last (kv_lo == kv_hi). Every list holds at least one entry."""
-    first = gl.load(sched_ptr + gl.program_id(0))
-    end = gl.load(sched_ptr + gl.program_id(0) + 1)
-    last = end - ENTRY_WORDS
-    if gl.load(sched_ptr + last + 1) == gl.load(sched_ptr + last + 2):
-        end = last
-    return first, end
-
-
-@gluon.jit
 def _key_blocks(q_block, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
     """Key blocks a tile walks: all of them, or causally up to its last query row (Sq == Sk here)."""
     if CAUSAL:
@@ -171,8 +147,7 @@ def _key_blocks(q_block, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, C
 @gluon.jit
 def _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n_blocks, kv0,
              BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    """K_j and V_j of one tile (or piece of one: its first key at row ``base``) into the ring, j < n_blocks;
-    ``kv0`` blocks went through the ring before it."""
+    """K_j and V_j of one tile into the ring, j < n_blocks; ``kv0`` blocks went through the ring before it."""
     for j in range(n_blocks):
         s = (kv0 + j) % STAGES
         phase = ((kv0 + j) // STAGES) & 1
@@ -193,15 +168,11 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k
     if PERSISTENT:
         # This CTA's tiles from the schedule (tile_order.flat_schedule), Q double-buffered: tile i's Q goes into
         # buffer i % 2 once both consumers are done with tile i - 2, so it lands while tile i - 1 still runs.
-        # An entry's key blocks are [kv_lo, kv_hi) of its tile; a combine (the list's last entry, if any) loads
-        # nothing.
         kv0 = 0
         i = 0
-        first, end = _work_entries(sched_ptr)
-        for e in range(first, end, ENTRY_WORDS):
+        for e in range(gl.load(sched_ptr + gl.program_id(0)), gl.load(sched_ptr + gl.program_id(0) + 1)):
             q_block, bh = _unpack_tile(gl.load(sched_ptr + e))
-            kv_lo = gl.load(sched_ptr + e + 1)
-            n = gl.load(sched_ptr + e + 2) - kv_lo
+            n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
             base = bh * seqlen
             q_row = base + q_block * (2 * BLOCK_M)
             buf = i % 2
@@ -210,8 +181,8 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k
             tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_full.index(buf), q_smem.index(2 * buf))
             tma.async_copy_global_to_shared(q_desc, [q_row + BLOCK_M, 0], q_full.index(buf),
                                             q_smem.index(2 * buf + 1))
-            _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base + kv_lo * BLOCK_N, n,
-                     kv0, BLOCK_N, STAGES)
+            _load_kv(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, base, n, kv0, BLOCK_N,
+                     STAGES)
             kv0 += n
             i += 1
     else:
@@ -348,16 +319,14 @@ def _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, j, STAGES: gl.
 
 @gluon.jit
 def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn, o_ptr, lse_ptr,
-                   seqlen, qk_scale, q_block, bh, kv_lo, n_blocks, kv0, turn0, slot, slots, part_o_ptr, part_ml_ptr,
-                   flags_ptr, HALF: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                   HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
-                   OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr, SHORT: gl.constexpr,
-                   SPLIT: gl.constexpr):
-    """Key blocks kv_lo .. kv_lo + n_blocks - 1 of one tile (query block q_block of bh) for one consumer, Q in
-    shared memory already: the key-block loop, then the tile's O and LSE, or (``SPLIT`` and ``slots`` = 1: a
-    piece of a split tile) its partial into workspace slot ``slot``. ``kv0`` key blocks went through the K/V ring
-    before it and ``turn0`` turns were this consumer's (both 0 without persistence): slot and phase of block j
-    are those of ring count kv0 + j, and the k-th turn has phase (turn0 + k) & 1."""
+                   seqlen, qk_scale, q_block, bh, n_blocks, kv0, turn0, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                   PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr,
+                   SHORT: gl.constexpr = False):
+    """One tile (query block q_block of bh) for one consumer, Q in shared memory already: its key-block loop and
+    epilogue. ``kv0`` key blocks went through the K/V ring before this tile and ``turn0`` turns were this
+    consumer's (both 0 without persistence): slot and phase of block j are those of ring count kv0 + j, and the
+    k-th turn of the tile has phase (turn0 + k) & 1."""
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -386,7 +355,7 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
         # wait at the top of the next block, made ptxas serialise every wgmma instead.)
         qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, kv0, BLOCK_M, BLOCK_N, STAGES, PINGPONG, LEAN,
                  turn0 & 1, s_layout)
-        z = _scaled_scores(qk, kv_lo, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
+        z = _scaled_scores(qk, 0, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
         if SHORT:
             p, m_i, l_i, alpha = _online_softmax_short(z, m_i, l_i, qk_scale, s_rows)
         else:
@@ -411,7 +380,7 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
                 _arrive(other_turn, LEAN)
             qk = hopper.warpgroup_mma_wait(1, deps=[qk, q, k_t])[0]
             _arrive(k_empty.index(s), LEAN)
-            z = _scaled_scores(qk, kv_lo + j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
+            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
             if SHORT:
                 p, m_i, l_i, alpha = _online_softmax_short(z, m_i, l_i, qk_scale, s_rows)
             else:
@@ -430,107 +399,28 @@ def _consumer_tile(q, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_tur
         for j in range(n_blocks):
             qk = _qk(q, k_smem, k_ready, k_empty, my_turn, other_turn, kv0 + j, BLOCK_M, BLOCK_N, STAGES, PINGPONG,
                      LEAN, 0, s_layout)
-            z = _scaled_scores(qk, kv_lo + j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
+            z = _scaled_scores(qk, j, rows, row0, seqlen, qk_scale, BLOCK_N, CAUSAL, s_layout, LEAN)
             p, m_i, l_i, alpha = _online_softmax(z, m_i, l_i, qk_scale, LEAN)
             acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
             p_op = gl.convert_layout(p.to(dtype), p_layout)
             acc = _pv(p_op, acc, v_smem, v_ready, v_empty, my_turn, other_turn, kv0 + j, STAGES, PINGPONG, LEAN, 1)
 
+    # Epilogue: rows at or past S belong to no query of this head and are dropped.
     if SHORT:
         l_i = _row_total(l_i, s_rows)
-    if SPLIT:
-        if slots == 0:
-            _store_out(acc, m_i, l_i, o_ptr, lse_ptr, bh, row0, seqlen)
-        else:
-            _store_partial(acc, m_i, l_i, part_o_ptr, part_ml_ptr, flags_ptr, 2 * slot + HALF)
-    else:
-        _store_out(acc, m_i, l_i, o_ptr, lse_ptr, bh, row0, seqlen)
-
-
-@gluon.jit
-def _store_out(acc, m_i, l_i, o_ptr, lse_ptr, bh, row0, seqlen):
-    """O = acc / l and LSE = m + log2 l (log2 units, as kernels/fwd.py stores it for the backward) of one
-    consumer's BLOCK_M rows from row0; rows at or past S belong to no query of this head and are dropped."""
-    BLOCK_M: gl.constexpr = acc.shape[0]
-    HEAD_DIM: gl.constexpr = acc.shape[1]
-    o_layout: gl.constexpr = acc.type.layout
-    o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
     o = acc / gl.convert_layout(l_i, o_rows)[:, None]
     o_r = row0 + gl.arange(0, BLOCK_M, layout=o_rows)
     o_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     head_rows = bh.to(gl.int64) * seqlen
     offs = (head_rows + o_r)[:, None] * HEAD_DIM + o_d[None, :]
-    gl.store(o_ptr + offs, o.to(o_ptr.dtype.element_ty), mask=(o_r < seqlen)[:, None])
-    rows = row0 + gl.arange(0, BLOCK_M, layout=m_i.type.layout)
-    gl.store(lse_ptr + head_rows + rows, m_i + gl.log2(l_i), mask=rows < seqlen)
-
-
-@gluon.jit
-def _store_partial(acc, m_i, l_i, part_o_ptr, part_ml_ptr, flags_ptr, part):
-    """A piece's unnormalised O (fp32), row max and row sum into workspace part ``part`` (= 2·slot + consumer),
-    then released: each of the consumer's threads adds one to the part's flag with release semantics, after its
-    own stores, so a reader that sees all of them sees every store."""
-    BLOCK_M: gl.constexpr = acc.shape[0]
-    HEAD_DIM: gl.constexpr = acc.shape[1]
-    o_layout: gl.constexpr = acc.type.layout
-    r = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, o_layout))
-    d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
-    gl.store(part_o_ptr + (part * BLOCK_M + r)[:, None] * HEAD_DIM + d[None, :], acc)
-    rows = gl.arange(0, BLOCK_M, layout=m_i.type.layout)
-    gl.store(part_ml_ptr + part * (2 * BLOCK_M) + rows, m_i)
-    gl.store(part_ml_ptr + part * (2 * BLOCK_M) + BLOCK_M + rows, l_i)
-    threads: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # one element per thread of the warpgroup
-    t = gl.arange(0, CONSUMER_THREADS, layout=threads)
-    gl.atomic_add(flags_ptr + part + t * 0, gl.full([CONSUMER_THREADS], 1, gl.int32, threads), sem="release",
-                  scope="gpu")
-
-
-@gluon.jit
-def _wait_released(flag):
-    """Until every thread of the writing consumer has released its part: each thread here reads the flag with
-    acquire semantics (so its own later loads see the part), and all leave together, on the smallest value seen."""
-    threads: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    t = gl.arange(0, CONSUMER_THREADS, layout=threads)
-    zero = gl.zeros([CONSUMER_THREADS], gl.int32, threads)
-    seen = gl.min(gl.atomic_add(flag + t * 0, zero, sem="acquire", scope="gpu"), 0)
-    while seen < CONSUMER_THREADS:
-        seen = gl.min(gl.atomic_add(flag + t * 0, zero, sem="acquire", scope="gpu"), 0)
-
-
-@gluon.jit
-def _combine(part_o_ptr, part_ml_ptr, flags_ptr, slot, slots, o_ptr, lse_ptr, q_block, bh, seqlen,
-             HALF: gl.constexpr, BLOCK_M: gl.constexpr, HEAD_DIM: gl.constexpr):
-    """One consumer's rows of a split tile: its pieces' partials (slots ``slot`` .. ``slot + slots - 1``) added
-    up as the online softmax adds key blocks, then written as ``_store_out`` writes a tile. Each part's flag is
-    put back to 0 for the next launch once it has been read (every thread has seen it complete)."""
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 16])
-    o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
-    r = gl.arange(0, BLOCK_M, layout=o_rows)
-    d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
-    m = gl.full([BLOCK_M], float("-inf"), gl.float32, o_rows)
-    l_sum = gl.zeros([BLOCK_M], gl.float32, o_rows)
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-    for s in range(slot, slot + slots):
-        part = 2 * s + HALF
-        _wait_released(flags_ptr + part)
-        m_s = gl.load(part_ml_ptr + part * (2 * BLOCK_M) + r)
-        l_s = gl.load(part_ml_ptr + part * (2 * BLOCK_M) + BLOCK_M + r)
-        o_s = gl.load(part_o_ptr + (part * BLOCK_M + r)[:, None] * HEAD_DIM + d[None, :])
-        m_new = gl.maximum(m, m_s)  # finite: every piece holds at least one key below S
-        alpha = gl.exp2(m - m_new)
-        beta = gl.exp2(m_s - m_new)
-        acc = acc * alpha[:, None] + o_s * beta[:, None]
-        l_sum = l_sum * alpha + l_s * beta
-        m = m_new
-        gl.store(flags_ptr + part, 0)
-    _store_out(acc, m, l_sum, o_ptr, lse_ptr, bh, q_block * (2 * BLOCK_M) + HALF * BLOCK_M, seqlen)
+    gl.store(o_ptr + offs, o.to(dtype), mask=(o_r < seqlen)[:, None])
+    lse = m_i + gl.log2(l_i)  # log2 units, as kernels/fwd.py stores it for the backward
+    gl.store(lse_ptr + head_rows + rows, lse, mask=rows < seqlen)
 
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
-              o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, part_o_ptr, part_ml_ptr, flags_ptr,
-              HALF: gl.constexpr, BLOCK_M: gl.constexpr,
+              o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, HALF: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
               PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr, UNDER_PV: gl.constexpr,
               PERSISTENT: gl.constexpr, SHORT: gl.constexpr):
@@ -538,45 +428,34 @@ def _consumer(q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty
         my_turn = my_turn.index(HALF)
         other_turn = other_turn.index(1 - HALF)
     if PERSISTENT:
-        # The producer's entries, in its order; n + 1 turns per tile or piece of n key blocks (persistent runs
-        # the overlap's schedule). A combine, last, takes no turn and no ring slot, and runs after the loop: inside
-        # it, its branch made ptxas swap the halves of every P register it packs (32 PRMT per key block).
+        # The producer's tiles, in its order; n + 1 turns per tile (persistent runs the overlap's schedule).
         kv0 = 0
         turn0 = 0
         i = 0
-        first, end = _work_entries(sched_ptr)
-        for e in range(first, end, ENTRY_WORDS):
+        for e in range(gl.load(sched_ptr + gl.program_id(0)), gl.load(sched_ptr + gl.program_id(0) + 1)):
             q_block, bh = _unpack_tile(gl.load(sched_ptr + e))
-            kv_lo = gl.load(sched_ptr + e + 1)
-            n = gl.load(sched_ptr + e + 2) - kv_lo
+            n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
             buf = i % 2
             mbarrier.wait(q_full.index(buf), (i // 2) & 1)
             _consumer_tile(q_smem.index(2 * buf + HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn,
-                           other_turn, o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, kv_lo, n, kv0, turn0,
-                           gl.load(sched_ptr + e + 3), gl.load(sched_ptr + e + 4), part_o_ptr, part_ml_ptr, flags_ptr,
-                           HALF, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, SHORT,
-                           True)
+                           other_turn, o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n, kv0, turn0, HALF, BLOCK_M,
+                           BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, SHORT)
             _arrive(q_empty.index(buf), LEAN)  # every wgmma reading this Q has been waited out
             kv0 += n
             turn0 += n + 1
             i += 1
-        if end < gl.load(sched_ptr + gl.program_id(0) + 1):
-            q_block, bh = _unpack_tile(gl.load(sched_ptr + end))
-            _combine(part_o_ptr, part_ml_ptr, flags_ptr, gl.load(sched_ptr + end + 3), gl.load(sched_ptr + end + 4),
-                     o_ptr, lse_ptr, q_block, bh, seqlen, HALF, BLOCK_M, HEAD_DIM)
     else:
         q_block, bh = _tile_of(gl.program_id(0), gl.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, CAUSAL)
         n = _key_blocks(q_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
         mbarrier.wait(q_full, 0)
         _consumer_tile(q_smem.index(HALF), k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, my_turn, other_turn,
-                       o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, 0, n, 0, 0, 0, 0, part_o_ptr, part_ml_ptr,
-                       flags_ptr, HALF, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV,
-                       SHORT, False)
+                       o_ptr, lse_ptr, seqlen, qk_scale, q_block, bh, n, 0, 0, HALF, BLOCK_M, BLOCK_N, HEAD_DIM,
+                       STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, SHORT)
 
 
 @gluon.jit
 def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr,
-                        part_o_ptr, part_ml_ptr, flags_ptr, HEAD_DIM: gl.constexpr,
+                        HEAD_DIM: gl.constexpr,
                         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                         CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, LEAN: gl.constexpr,
                         UNDER_PV: gl.constexpr, PERSISTENT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
@@ -634,13 +513,11 @@ def _attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_ptr, lse_ptr, seqlen, qk_scale
     # Each partition's tuple is spelled out: built by concatenating tuples, its constexprs arrived as tensors.
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_0, turn_1,
-                     o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, part_o_ptr, part_ml_ptr, flags_ptr, 0,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT,
-                     SHORT)),
+                     o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, 0, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES,
+                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT, SHORT)),
         (_consumer, (q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty, v_empty, turn_1, turn_0,
-                     o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, part_o_ptr, part_ml_ptr, flags_ptr, 1,
-                     BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT,
-                     SHORT)),
+                     o_ptr, lse_ptr, seqlen, qk_scale, n_bh, group, sched_ptr, 1, BLOCK_M, BLOCK_N, HEAD_DIM, STAGES,
+                     CAUSAL, PINGPONG, OVERLAP, LEAN, UNDER_PV, PERSISTENT, SHORT)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_full, q_empty, k_ready, v_ready, k_empty,
                      v_empty, seqlen, n_bh, group, sched_ptr, BLOCK_M, BLOCK_N, STAGES, CAUSAL, PERSISTENT)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -719,33 +596,22 @@ def gluon_attention_fwd(q, k, v, causal: bool = False, scale: float | None = Non
     group = tile_order.group_heads(S, D, n_bh)
     if persistent:  # one CTA per SM (shared memory allows no second), each walking its tiles
         ctas = min(n_q * n_bh, torch.cuda.get_device_properties(q.device).multi_processor_count)
-        stream = torch.cuda.current_stream(q.device).cuda_stream  # a workspace per stream: launches may overlap
-        sched, part_o, part_ml, flags = _schedule(S, D, n_bh, group, causal, ctas, SPLIT_TAIL[D], q.device, stream)
+        sched = _schedule(S, n_bh, group, causal, ctas, q.device)
     else:
-        ctas = n_q * n_bh
-        sched, part_o, part_ml, flags = _schedule(S, D, n_bh, group, causal, 0, False, q.device, 0)
-    _attn_fwd_ws_kernel[(ctas, )](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, n_bh, group, sched, part_o,
-                                  part_ml, flags, **args)
+        ctas, sched = n_q * n_bh, _schedule(S, n_bh, group, causal, 0, q.device)
+    _attn_fwd_ws_kernel[(ctas, )](q_desc, k_desc, v_desc, o, lse, S, scale * LOG2E, n_bh, group, sched, **args)
     return o, lse
 
 
 @functools.cache
-def _schedule(seqlen: int, head_dim: int, n_bh: int, group: int, causal: bool, ctas: int, split: bool, device,
-              stream: int):
-    """(the persistent kernel's lists, ``tile_order.flat_schedule``; the split tail's workspace: partial O [2 ·
-    slots · BLOCK_M, D] fp32, row max and sum [2 · slots, 2, BLOCK_M] fp32, flags [2 · slots] int32, zeroed once:
-    the combine puts each back) on the device, built once per shape and stream; ctas = 0 (a plain grid, which
-    reads none of it): placeholders."""
+def _schedule(seqlen: int, n_bh: int, group: int, causal: bool, ctas: int, device):
+    """The persistent kernel's tile lists (``tile_order.flat_schedule``) on the device, built once per shape;
+    ctas = 0 (a plain grid, which reads none): one placeholder entry."""
     import torch
 
     if not ctas:
-        none = torch.zeros(1, dtype=torch.int32, device=device)
-        return none, none, none, none
+        return torch.zeros(1, dtype=torch.int32, device=device)
     costs = tile_order.tile_costs(seqlen, n_bh, causal, group)
-    units, slots = tile_order.units_schedule(costs, ctas, split)
-    flat = tile_order.flat_schedule(units, triton.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, causal)
-    parts = max(1, 2 * slots)  # a consumer's half of a slot each
-    return (torch.tensor(flat, dtype=torch.int32, device=device),
-            torch.empty(parts * BLOCK_M * head_dim, dtype=torch.float32, device=device),
-            torch.empty(parts * 2 * BLOCK_M, dtype=torch.float32, device=device),
-            torch.zeros(parts, dtype=torch.int32, device=device))
+    tiles = tile_order.lpt_schedule(costs, ctas)
+    flat = tile_order.flat_schedule(tiles, triton.cdiv(seqlen, 2 * BLOCK_M), n_bh, group, causal)
+    return torch.tensor(flat, dtype=torch.int32, device=device)

@@ -1,6 +1,7 @@
-"""Which tile the Gluon forward runs when, and, persistent, on which CTA: a plain grid walks ``tile_of``, and
-persistent CTAs read the lists of ``flat_schedule``, built on the host once per shape. Pure Python: the kernel's
-launcher, ``lab/tile_balance`` and the tests use it.
+"""Which tile the Gluon forward should run when, and, persistent, on which CTA: the order and hand-out written for
+it in commit ee621d7 (a 1-D grid walking ``tile_of``, persistent CTAs reading ``flat_schedule``'s lists, packed
+by ``pack``), which passed FlashAttention's rule on a GPU but has not been timed, so the kernel does not use them
+yet. Pure Python: ``lab/tile_balance`` and the tests use it.
 
 A tile is 2·BLOCK_M = 128 query rows of one batch·head. Tile t of a launch (a plain grid runs CTA t on whichever
 SM frees first):
@@ -17,24 +18,14 @@ The persistent kernel hands the same order out ahead of time: each tile to the C
 the hardware does for a plain grid as SMs free up, computed on the host so the kernel needs no atomic tile
 counter. A fixed round-robin (tile t to CTA t mod grid) left the busiest CTA 6% over the average for causal
 S = 4096 in the global longest-first order, and far more in the grouped one.
-
-Full attention has a second loss that no order of whole tiles removes: every tile costs the same, so when the
-tiles are not a multiple of the CTAs the last wave runs on some SMs only. At batch·S = 16k tokens and 16 heads
-that is 2048 tiles on 132 SMs, 15.5 waves, and 68 CTAs run a 16th tile while 64 idle: about 3% of the kernel.
-``split_tail`` cuts the key blocks of those last tiles into one run per CTA (stream-K's tail): a tile's
-pieces each leave their unnormalised partial (O, row max, row sum) in a workspace, and one CTA adds the pieces
-up at its end (``Unit``). Pieces run first on their CTAs and the combine last, so it finds them long written,
-and the combining CTA is the highest-numbered of the tile's: it waits only on CTAs started before it.
 """
 from __future__ import annotations
 
 import heapq
-from typing import NamedTuple
 
 BLOCK = 128  # query rows per tile (the kernel's 2·BLOCK_M) and keys per key block (BLOCK_N)
 GROUP_BYTES = 16 << 20  # the K/V a causal head group may keep in flight: a third of the H100/H200's 50 MiB L2
 TILE_OVERHEAD = 1  # a tile's Q load, pipeline fill and epilogue, in key blocks (for the hand-out only)
-MIN_PIECE = 4  # key blocks: a split tail's runs are no shorter (each piece pays a tile's overhead)
 
 
 def group_heads(seqlen: int, head_dim: int, n_bh: int) -> int:
@@ -85,78 +76,10 @@ def pack(q_block: int, bh: int) -> int:
     return q_block << 16 | bh
 
 
-def flat_schedule(units: list[list[Unit]], n_q: int, n_bh: int, group: int, causal: bool) -> list[int]:
-    """The schedule as the kernel reads it: ctas + 1 word offsets into the array itself, then every CTA's units
-    as ``ENTRY_WORDS`` words each, the tile packed as (query block, batch·head) (CTA c runs the entries from word
-    offsets[c] up to offsets[c + 1])."""
-    offsets = [len(units) + 1]
-    for mine in units:
-        offsets.append(offsets[-1] + ENTRY_WORDS * len(mine))
-    return offsets + [word for mine in units for u in mine
-                      for word in (pack(*tile_of(u.tile, n_q, n_bh, group, causal)), u.kv_lo, u.kv_hi, u.slot,
-                                   u.slots)]
-
-class Unit(NamedTuple):
-    """One entry of a persistent CTA's list: key blocks [kv_lo, kv_hi) of ``tile``, then (``slots`` = 0) its
-    O and LSE written, or (``slots`` = 1) its partial left in workspace slot ``slot``; or, ``kv_lo == kv_hi``, a
-    combine: the partials in slots ``slot`` .. ``slot + slots - 1`` added up into ``tile``'s O and LSE."""
-    tile: int
-    kv_lo: int
-    kv_hi: int
-    slot: int = 0
-    slots: int = 0
-
-
-def whole_tiles(tiles: list[list[int]], costs: list[int]) -> list[list[Unit]]:
-    """A hand-out of whole tiles (``lpt_schedule``'s) as units."""
-    return [[Unit(t, 0, costs[t]) for t in mine] for mine in tiles]
-
-
-def split_tail(n_tiles: int, n_blocks: int, ctas: int) -> tuple[list[list[Unit]], int] | None:
-    """(each CTA's units, workspace slots) for ``n_tiles`` tiles of ``n_blocks`` key blocks each: whole tiles
-    round-robin over full waves, then the key blocks of the tiles left over cut into one run per CTA, each run
-    at least ``MIN_PIECE`` blocks; None where that cuts nothing (the tiles fill whole waves, or runs that long
-    would not spread the leftovers over more CTAs than there are leftover tiles)."""
-    waves, left = divmod(n_tiles, ctas)
-    runs = min(ctas, left * n_blocks // MIN_PIECE)
-    if not left or runs <= left:
-        return None
-    units: list[list[Unit]] = [[] for _ in range(ctas)]
-    first = waves * ctas  # the leftover tiles are the last in launch order
-    bounds = [first * n_blocks + left * n_blocks * c // runs for c in range(runs + 1)]
-    pieces: dict[int, list[tuple[int, int, int]]] = {}  # tile -> (CTA, kv_lo, kv_hi) in block order
-    for c in range(runs):
-        lo = bounds[c]
-        while lo < bounds[c + 1]:
-            t, kv_lo = divmod(lo, n_blocks)
-            kv_hi = min(n_blocks, kv_lo + bounds[c + 1] - lo)
-            pieces.setdefault(t, []).append((c, kv_lo, kv_hi))
-            lo += kv_hi - kv_lo
-    slot = 0
-    combines: dict[int, Unit] = {}
-    for t, mine in pieces.items():
-        if len(mine) == 1:  # one run held the whole tile
-            units[mine[0][0]].append(Unit(t, 0, n_blocks))
-            continue
-        for i, (c, kv_lo, kv_hi) in enumerate(mine):
-            units[c].append(Unit(t, kv_lo, kv_hi, slot + i, 1))
-        combines[mine[-1][0]] = Unit(t, 0, 0, slot, len(mine))  # the tile's highest-numbered CTA
-        slot += len(mine)
-    for t in range(first):
-        units[t % ctas].append(Unit(t, 0, n_blocks))
-    for c, unit in combines.items():
-        units[c].append(unit)
-    return units, slot
-
-
-def units_schedule(costs: list[int], ctas: int, split: bool) -> tuple[list[list[Unit]], int]:
-    """(each CTA's units, workspace slots): the split tail where ``split`` and the tiles are all one length and
-    it cuts anything, else ``lpt_schedule``'s whole tiles (and no slots)."""
-    if split and len(set(costs)) == 1:
-        cut = split_tail(len(costs), costs[0], ctas)
-        if cut:
-            return cut
-    return whole_tiles(lpt_schedule(costs, ctas), costs), 0
-
-
-ENTRY_WORDS = 5  # int32 words per unit in ``flat_schedule``: packed tile, kv_lo, kv_hi, slot, slots
+def flat_schedule(tiles: list[list[int]], n_q: int, n_bh: int, group: int, causal: bool) -> list[int]:
+    """The schedule as the kernel reads it: ctas + 1 offsets into the array itself, then every CTA's tiles as
+    packed (query block, batch·head) (CTA c runs entries offsets[c] to offsets[c + 1] - 1)."""
+    offsets = [len(tiles) + 1]
+    for mine in tiles:
+        offsets.append(offsets[-1] + len(mine))
+    return offsets + [pack(*tile_of(t, n_q, n_bh, group, causal)) for mine in tiles for t in mine]

@@ -40,11 +40,10 @@ def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: boo
                  "k_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "v_desc": f"tensordesc<bf16[{g.BLOCK_N}, {head_dim}],{kv_layout!r}>",
                  "o_ptr": "*bf16", "lse_ptr": "*fp32", "seqlen": "i32", "qk_scale": "fp32", "n_bh": "i32",
-                 "group": "i32", "sched_ptr": "*i32", "part_o_ptr": "*fp32", "part_ml_ptr": "*fp32",
-                 "flags_ptr": "*i32"}
+                 "group": "i32", "sched_ptr": "*i32"}
     # What the launcher specialises on at the headline shape: torch's allocations are 16-byte aligned and
     # S = 4096 is a multiple of 16 (without it the epilogue stores 2 bytes at a time and the loop masks more).
-    aligned = ("o_ptr", "lse_ptr", "seqlen", "sched_ptr", "part_o_ptr", "part_ml_ptr", "flags_ptr")
+    aligned = ("o_ptr", "lse_ptr", "seqlen", "sched_ptr")
     return compile_gluon(g._attn_fwd_ws_kernel, signature, args, aligned)
 
 

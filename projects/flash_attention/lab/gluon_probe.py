@@ -1,4 +1,4 @@
-"""Exploration, a lab stage: the Gluon forward's K/V ring depth, settings of its persistent schedule
+"""Exploration, a lab stage: the Gluon forward's K/V ring depth, settings of its newest schedules
 (``--fwd-settings``), or (``--bwd``) settings of the Gluon backward.
 
 At the headline shape, each setting is held to FlashAttention's rule first, then timed with the harness's event
@@ -25,12 +25,9 @@ DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, True), ({}, {"DQ_FIRST": False})),
                 ((64, False), ({}, {"DQ_FIRST": True})), ((64, True), ({}, {"DQ_FIRST": True})))
 B_H_S = (4, 16, 4096)
-# The persistent forward's settings (tables of gluon_fwd by head dim), each spelled out so that both values are
-# timed whatever the committed table holds.
-FWD_SETTINGS = ({"SPLIT_TAIL": False}, {"SPLIT_TAIL": True})
-# The ragged check of a forward setting: 142 heads of 8 query blocks at S = 999, 1136 tiles, more than whole waves
-# of an H100's or H200's 132 SMs, so the split tail has pieces to cut.
-RAGGED = (2, 71, 999)
+# The softmax-under-P·V and persistent forwards' settings (tables of gluon_fwd by head dim), each spelled out: the
+# committed table differs by head dim, so {} would time the same kernel as one of them.
+FWD_SETTINGS = ({"SHORT_CHAINS": False}, {"SHORT_CHAINS": True})
 
 
 def _inputs(count: int, D: int) -> list:
@@ -98,24 +95,26 @@ def probe_forward() -> int:
 
 
 def probe_forward_settings() -> int:
-    """The persistent forward in each of ``FWD_SETTINGS``, checked at the headline shape and ``RAGGED``, then
-    timed."""
+    """The softmax-under-P·V and persistent forwards in each of ``FWD_SETTINGS``, checked at the headline shape
+    and a ragged one, then timed."""
     from ..kernels import gluon_fwd
     from .gluon_check import check_case
 
-    print("D | causal | setting | rule | median ms | TFLOP/s", flush=True)
+    print("D | causal | schedule | setting | rule | median ms | TFLOP/s", flush=True)
     for D in (128, 64):
         for causal in (False, True):
-            for setting in FWD_SETTINGS:
-                with _overridden(gluon_fwd, (D, causal), setting):
-                    flags = dict(pingpong=True, overlap=True, lean=True, under_pv=True, persistent=True)
-                    ok = check_case(*B_H_S, D, causal, **flags) and check_case(*RAGGED, D, causal, **flags)
-                    q, k, v = _inputs(3, D)
+            for persistent in (False, True):
+                for setting in FWD_SETTINGS:
+                    with _overridden(gluon_fwd, (D, causal), setting):
+                        flags = dict(pingpong=True, overlap=True, lean=True, under_pv=True, persistent=persistent)
+                        ok = check_case(*B_H_S, D, causal, **flags) and check_case(2, 4, 777, D, causal, **flags)
+                        q, k, v = _inputs(3, D)
 
-                    def call(q=q, k=k, v=v, causal=causal, flags=flags):
-                        return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
+                        def call(q=q, k=k, v=v, causal=causal, flags=flags):
+                            return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
 
-                    _print_row((D, causal, _label(setting)), ok, call, _fwd_flops(D, causal))
+                        schedule = "persistent" if persistent else "under_pv"
+                        _print_row((D, causal, schedule, _label(setting)), ok, call, _fwd_flops(D, causal))
     return 0
 
 
@@ -147,7 +146,7 @@ def main() -> int:
     which.add_argument("--bwd", action="store_true",
                        help="the backward's settings (BWD_SETTINGS) instead of the forward's K/V ring")
     which.add_argument("--fwd-settings", action="store_true",
-                       help="the persistent forward's settings (FWD_SETTINGS)")
+                       help="the softmax-under-P·V and persistent forwards' settings (FWD_SETTINGS)")
     a = ap.parse_args()
     if a.fwd_settings:
         return probe_forward_settings()

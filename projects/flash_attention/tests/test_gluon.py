@@ -5,13 +5,11 @@ backward reads LSE rows on 16-byte boundaries, and that the models of both barri
 (``lab/gluon_protocol``, ``lab/gluon_bwd_protocol``) hold and catch a wrong arrival count or a missing wait; on a
 Hopper GPU with triton 3.6 (``gpu``), that each backend's output and gradients pass FlashAttention's rule on
 ragged shapes. The full checks are ``lab/gluon_check`` and ``lab/gluon_bwd_check``."""
-import math
-
 import pytest
 import torch
 from gpufolio_projects.flash_attention import attention, bench
 from gpufolio_projects.flash_attention.attention import BACKENDS, GLUON_SCHEDULES, flash_attention
-from gpufolio_projects.flash_attention.kernels import gluon_bwd, gluon_fwd, tile_order
+from gpufolio_projects.flash_attention.kernels import gluon_bwd, gluon_fwd
 from gpufolio_projects.flash_attention.lab import gluon_protocol
 from gpufolio_projects.flash_attention.tests.helpers import check_flash_rule, make_qkv
 
@@ -218,29 +216,6 @@ def test_short_chain_softmax_at_d64_passes_the_flash_rule(causal, persistent):
     out, _ = gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True,
                                            persistent=persistent)
     check_flash_rule(out, q, k, v, causal)
-
-
-@pytest.mark.gpu
-@needs_hopper
-@pytest.mark.parametrize("D", [64, 128])
-def test_the_split_tail_passes_the_flash_rule_keeps_the_lse_and_resets_its_flags(D):
-    # 142 heads of 8 query blocks: 1136 tiles on 132 SMs, so the last 80 are cut into pieces that other CTAs add up
-    # (tile_order.split_tail); S = 999 puts the ragged key block in a piece.
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert gluon_fwd.SPLIT_TAIL[D] and tile_order.split_tail(1136, 8, min(1136, sms)) is not None
-    q, k, v = make_qkv(2, 71, 71, 999, 999, D, torch.bfloat16, device="cuda")
-    flags = dict(overlap=True, lean=True, under_pv=True, persistent=True)
-    out, lse = gluon_fwd.gluon_attention_fwd(q, k, v, **flags)
-    check_flash_rule(out, q, k, v, False)
-    scores = (q.float() @ k.float().transpose(-1, -2)) * D ** -0.5
-    torch.testing.assert_close(lse, torch.logsumexp(scores, -1) / math.log(2), atol=1e-3, rtol=1e-4)
-    # The next launch reuses the workspace and waits only on flags the combine put back to 0.
-    group = tile_order.group_heads(999, D, 142)
-    _, _, _, released = gluon_fwd._schedule(999, D, 142, group, False, min(1136, sms), True, q.device,
-                                            torch.cuda.current_stream().cuda_stream)
-    assert released.numel() > 1 and int(released.count_nonzero()) == 0
-    out, _ = gluon_fwd.gluon_attention_fwd(q, k, -v, **flags)
-    check_flash_rule(out, q, k, -v, False)
 
 
 @pytest.mark.gpu
