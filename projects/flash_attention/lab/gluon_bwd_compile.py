@@ -41,7 +41,10 @@ def compile_for_hopper(head_dim: int, causal: bool):
     signature = {name: f"tensordesc<{dt}{blocks[name]},{layouts[name]!r}>" for name, dt in dtypes.items()}
     signature.update({"dk_ptr": "*bf16", "dv_ptr": "*bf16", "seqlen": "i32", "lse_stride": "i32", "qk_scale": "fp32",
                       "scale": "fp32"})
-    return compile_gluon(g._attn_bwd_ws_kernel, signature, g.kernel_args(head_dim, causal))
+    # As the launcher specialises the headline shape: dK and dV 16-byte aligned, S and LSE's row stride multiples
+    # of 16.
+    return compile_gluon(g._attn_bwd_ws_kernel, signature, g.kernel_args(head_dim, causal),
+                         aligned=("dk_ptr", "dv_ptr", "seqlen", "lse_stride"))
 
 
 def main() -> None:
