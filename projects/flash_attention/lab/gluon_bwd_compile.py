@@ -26,9 +26,10 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
 
 def describe_query_block_loops(loops: list[dict]) -> str:
     """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops, from the forward's
-    SASS loop finder (the innermost loops that issue wgmma); its exponentials under P·V and row-max chain are the
-    forward's softmax metrics, left out."""
-    return describe_loops(loops, "query block", skip=("exp under P·V", "FMNMX chain"))
+    SASS loop finder (the innermost loops that issue wgmma); its softmax metrics (exponentials under P·V and after
+    the turn, the row max's chain) are the forward's, left out."""
+    return describe_loops(loops, "query block",
+                          skip=("exp under P·V", "FMNMX chain", "exp after turn", "FADD after turn"))
 
 
 def compile_for_hopper(head_dim: int, causal: bool):

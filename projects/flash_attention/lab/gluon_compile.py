@@ -6,10 +6,11 @@ ping-pong, overlap, lean and softmax-under-P·V setting it runs the full pipelin
 split), ``wgmma``, TMA bulk copies and mbarrier waits/arrives in the whole kernel, and fails a setting whose
 wgmmas ptxas serialised; then, in the SASS (nvdisasm), each consumer's key-block loop — what every key block
 pays: its static instruction count (both sides of the mask branch), warpgroup ``BAR.SYNC``, mbarrier arrives
-and waits, wgmma, and how many exponentials run under P·V. Needs triton 3.6 (the API the kernel is written
-against; its wheel carries ptxas and nvdisasm), no torch:
+and waits, wgmma, how many exponentials run under P·V, the row max's longest FMNMX chain, and how many
+exponentials and FADDs sit after the turn's try-wait. Needs triton 3.6 (the API the kernel is written against; its
+wheel carries ptxas and nvdisasm), no torch:
 
-    python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean]   # in a venv with triton==3.6.0
+    python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean] [--short-chains on|off]   # triton==3.6.0
 """
 from __future__ import annotations
 
@@ -131,7 +132,8 @@ def key_block_loops(sass: str) -> list[dict]:
              if not any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2, _ in loops)]
     return [{"instructions": len(body), **{name: sum(o.startswith(prefixes) for o, _ in body)
                                            for name, prefixes in SASS_FAMILIES.items()},
-             "exp under P·V": _exp_between_waits(body), "FMNMX chain": _longest_chain(body, "FMNMX")}
+             "exp under P·V": _exp_between_waits(body), "FMNMX chain": _longest_chain(body, "FMNMX"),
+             "exp after turn": _after_turn(body, "MUFU.EX2"), "FADD after turn": _after_turn(body, "FADD")}
             for _, _, body in sorted(inner)]
 
 
@@ -152,6 +154,18 @@ def _longest_chain(body: list[tuple[str, str]], opcode: str) -> int:
         else:
             depth.pop(dest, None)
     return longest
+
+
+def _after_turn(body: list[tuple[str, str]], opcode: str) -> int:
+    """``opcode`` instructions after the last mbarrier try-wait before the wait on P·V (``WARPGROUP.DEPBAR.LE gsb0,
+    0x0``): under P·V that try-wait is the turn's, and softmax work placed after it stalls whenever the turn is
+    not yet free. The row sum's shuffles keep the exponentials before it (a shuffle is not moved across the
+    try-wait's branch, and it reads every exponential); without them ptxas may sink both below it."""
+    waits = [i for i, (op, rest) in enumerate(body)
+             if op.startswith("WARPGROUP.DEPBAR") and rest.strip().endswith("0x0")]
+    tries = [i for i, (op, _) in enumerate(body) if op.startswith("SYNCS.PHASECHK") and waits and i < waits[0]]
+    start = tries[-1] if tries else 0
+    return sum(op.startswith(opcode) for op, _ in body[start:])
 
 
 def _exp_between_waits(body: list[tuple[str, str]]) -> int:
@@ -201,7 +215,13 @@ def settings(lean_only: bool) -> list[tuple]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lean", action="store_true", help="the lean settings only (softmax under P·V included)")
+    ap.add_argument("--short-chains", choices=("on", "off"),
+                    help="compile with gluon_fwd.SHORT_CHAINS set so at every head dim (default: as committed)")
     a = ap.parse_args()
+    if a.short_chains:
+        from ..kernels import gluon_fwd
+
+        gluon_fwd.SHORT_CHAINS.update(dict.fromkeys(gluon_fwd.SHORT_CHAINS, a.short_chains == "on"))
     failed = 0
     for lean, under_pv, persistent, head_dim, causal, pingpong, overlap in settings(a.lean):
         label = (f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
