@@ -239,3 +239,17 @@ def test_the_backward_protocol_model_holds_and_catches_a_missing_wait():
     assert len(bp.check(schedules=15, skip="ds_full")) == len(bp.SETTINGS)  # dQ would read half-written dS
     # Without the producer's wait, a slot is refilled under its readers wherever the ring wraps.
     assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st, _ in bp.SETTINGS)
+
+
+def test_the_compile_check_reads_softmax_placement_and_chains_from_sass():
+    from gpufolio_projects.flash_attention.lab import gluon_compile as gc
+
+    # A key block as (opcode, operands): wait on S, two exponentials, the turn's try-wait, one more exponential and
+    # a row-sum FADD after it, then the wait on P·V.
+    body = [("WARPGROUP.DEPBAR.LE", " gsb0, 0x1"), ("FMNMX", " R1, R2, R3"), ("FMNMX", " R4, R1, R5"),
+            ("FMNMX", " R6, R4, R7"), ("MUFU.EX2", " R8, R9"), ("MUFU.EX2", " R10, R11"),
+            ("SYNCS.PHASECHK.TRANS64.TRYWAIT", " P0, [UR4], R12"), ("MUFU.EX2", " R13, R14"),
+            ("FADD", " R15, R8, R10"), ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0"), ("FMUL", " R16, R16, R17")]
+    assert gc._after_turn(body, "MUFU.EX2") == 1 and gc._after_turn(body, "FADD") == 1
+    assert gc._exp_between_waits(body) == 3
+    assert gc._longest_chain(body, "FMNMX") == 3
