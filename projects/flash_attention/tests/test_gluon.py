@@ -1,8 +1,9 @@
 """The Gluon forward (``kernels/gluon_fwd.py``, ``flash_attention(..., backend="gluon")``) and backward
 (``kernels/gluon_bwd.py``, ``backend="gluon_bwd"``): on CPU, that they import without a GPU and refuse what
 they cannot run with one clear line, that each Gluon backend and bench variant launches its schedule, that the
-backward reads LSE rows on 16-byte boundaries, and that the models of both barrier protocols
-(``lab/gluon_protocol``, ``lab/gluon_bwd_protocol``) hold and catch a wrong arrival count or a missing wait; on a
+backward reads LSE rows on 16-byte boundaries, that the models of both barrier protocols
+(``lab/gluon_protocol``, ``lab/gluon_bwd_protocol``) hold and catch a wrong arrival count or a missing wait, and
+that the compile check's SASS readers count what they say; on a
 Hopper GPU with triton 3.6 (``gpu``), that each backend's output and gradients pass FlashAttention's rule on
 ragged shapes. The full checks are ``lab/gluon_check`` and ``lab/gluon_bwd_check``."""
 import pytest
