@@ -160,7 +160,8 @@ def _after_turn(body: list[tuple[str, str]], opcode: str) -> int:
     """``opcode`` instructions after the last mbarrier try-wait before the wait on P·V (``WARPGROUP.DEPBAR.LE gsb0,
     0x0``): under P·V that try-wait is the turn's, and softmax work placed after it stalls whenever the turn is
     not yet free. In the kernels compiled so far the row sum's per-block shuffles (each reads every exponential
-    of its row) kept most of the softmax above it; without them ptxas sank nearly all of it below."""
+    of its row) kept most of the softmax above it; without them ptxas sank nearly all of it below. A loop with no
+    try-wait before a wait on P·V (the schedules without the overlap) counts from its top."""
     waits = [i for i, (op, rest) in enumerate(body)
              if op.startswith("WARPGROUP.DEPBAR") and rest.strip().endswith("0x0")]
     tries = [i for i, (op, _) in enumerate(body) if op.startswith("SYNCS.PHASECHK") and waits and i < waits[0]]
