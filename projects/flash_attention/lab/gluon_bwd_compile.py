@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from .gluon_compile import PATTERNS, compile_gluon, compile_report, describe_loops
+from .gluon_compile import PATTERNS, SOFTMAX_METRICS, compile_gluon, compile_report, describe_loops
 
 # The forward's counts plus dQ's TMA reduce-adds, any global atomics (there should be none: dQ goes through TMA),
 # and the generic-to-async proxy fences (dS before the dQ wgmma, dQ before its reduce).
@@ -26,10 +26,8 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
 
 def describe_query_block_loops(loops: list[dict]) -> str:
     """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops, from the forward's
-    SASS loop finder (the innermost loops that issue wgmma); its softmax metrics (exponentials under P·V and after
-    the turn, the row max's chain) are the forward's, left out."""
-    return describe_loops(loops, "query block",
-                          skip=("exp under P·V", "FMNMX chain", "exp after turn", "FADD after turn"))
+    SASS loop finder (the innermost loops that issue wgmma); the forward's ``SOFTMAX_METRICS`` left out."""
+    return describe_loops(loops, "query block", skip=tuple(SOFTMAX_METRICS))
 
 
 def compile_for_hopper(head_dim: int, causal: bool):

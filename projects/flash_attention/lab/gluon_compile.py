@@ -132,8 +132,7 @@ def key_block_loops(sass: str) -> list[dict]:
              if not any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2, _ in loops)]
     return [{"instructions": len(body), **{name: sum(o.startswith(prefixes) for o, _ in body)
                                            for name, prefixes in SASS_FAMILIES.items()},
-             "exp under P·V": _exp_between_waits(body), "FMNMX chain": _longest_chain(body, "FMNMX"),
-             "exp after turn": _after_turn(body, "MUFU.EX2"), "FADD after turn": _after_turn(body, "FADD")}
+             **{name: metric(body) for name, metric in SOFTMAX_METRICS.items()}}
             for _, _, body in sorted(inner)]
 
 
@@ -162,10 +161,9 @@ def _after_turn(body: list[tuple[str, str]], opcode: str) -> int:
     not yet free. In the kernels compiled so far the row sum's per-block shuffles (each reads every exponential
     of its row) kept most of the softmax above it; without them ptxas sank nearly all of it below. A loop with no
     try-wait before a wait on P·V (the schedules without the overlap) counts from its top."""
-    waits = [i for i, (op, rest) in enumerate(body)
-             if op.startswith("WARPGROUP.DEPBAR") and rest.strip().endswith("0x0")]
-    tries = [i for i, (op, _) in enumerate(body) if op.startswith("SYNCS.PHASECHK") and waits and i < waits[0]]
-    start = tries[-1] if tries else 0
+    pv_wait = next((i for i, (op, rest) in enumerate(body)
+                    if op.startswith("WARPGROUP.DEPBAR") and rest.strip().endswith("0x0")), 0)
+    start = max((i for i, (op, _) in enumerate(body[:pv_wait]) if op.startswith("SYNCS.PHASECHK")), default=0)
     return sum(op.startswith(opcode) for op, _ in body[start:])
 
 
@@ -178,6 +176,12 @@ def _exp_between_waits(body: list[tuple[str, str]]) -> int:
         elif inside and op == "MUFU.EX2":
             count += 1
     return count
+
+
+# The forward's softmax metrics per key-block loop, by report name (the backward's report leaves them out).
+SOFTMAX_METRICS = {"exp under P·V": _exp_between_waits, "FMNMX chain": lambda body: _longest_chain(body, "FMNMX"),
+                   "exp after turn": lambda body: _after_turn(body, "MUFU.EX2"),
+                   "FADD after turn": lambda body: _after_turn(body, "FADD")}
 
 
 def describe_loops(loops: list[dict], unit: str = "key block", skip: tuple = ()) -> str:
