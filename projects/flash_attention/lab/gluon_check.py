@@ -29,18 +29,19 @@ CASES = [
 
 
 def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, overlap: bool,
-               lean: bool = False, under_pv: bool = False, persistent: bool = False) -> bool:
+               lean: bool = False, under_pv: bool = False, persistent: bool = False, variant: str | None = None) -> bool:
+    """One case held to the rule: the kernel as committed, or ``variant`` (a name in ``gluon_fwd_variants``)."""
     import torch
     from gpufolio.api import FlashRule
     from gpufolio.check import compare_flash_rule
 
     from ..bench import SLACK
-    from ..kernels.gluon_fwd import gluon_attention_fwd
     from ..reference import reference_attention
+    from .gluon_fwd_variants import forward
 
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
-    out, _ = gluon_attention_fwd(q, k, v, causal=causal, pingpong=pingpong, overlap=overlap, lean=lean,
+    out, _ = forward(variant).gluon_attention_fwd(q, k, v, causal=causal, pingpong=pingpong, overlap=overlap, lean=lean,
                                  under_pv=under_pv, persistent=persistent)
     torch.cuda.synchronize()
     ref = reference_attention(q, k, v, causal)
@@ -52,7 +53,8 @@ def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, ove
               f"(same-dtype err {checks[0]['lowp_max_abs_err']:.3e})" if checks else str(result["detail"]))
     print(f"{'PASS' if ok else 'FAIL'} B,H,S,D={B},{H},{S},{D} causal={causal} pingpong={pingpong} "
           f"overlap={overlap}{' lean=True' if lean else ''}{' under_pv=True' if under_pv else ''}"
-          f"{' persistent=True' if persistent else ''}: {detail}", flush=True)
+          f"{' persistent=True' if persistent else ''}{f' variant={variant!r}' if variant else ''}: {detail}",
+          flush=True)
     return ok
 
 

@@ -10,7 +10,9 @@ and waits, wgmma, how many exponentials run under P·V, the row max's longest FM
 exponentials and FADDs sit after the turn's try-wait. Needs triton 3.6 (the API the kernel is written against; its
 wheel carries ptxas and nvdisasm), no torch:
 
-    python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean] [--short-chains on|off]   # triton==3.6.0
+    python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean] [--short-chains on|off] [--variant NAME]
+
+(triton==3.6.0; ``--variant`` compiles one of ``lab/gluon_fwd_variants.py`` in place of the committed kernel.)
 """
 from __future__ import annotations
 
@@ -31,10 +33,12 @@ PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma":
 
 
 def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False,
-                       under_pv: bool = False, persistent: bool = False):
-    """The kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
-    from ..kernels import gluon_fwd as g
+                       under_pv: bool = False, persistent: bool = False, variant: str | None = None):
+    """The kernel (or ``variant`` of ``gluon_fwd_variants``) compiled for sm_90a (a ``CompiledKernel``; its
+    ``asm`` holds ttgir, ptx and cubin)."""
+    from .gluon_fwd_variants import forward
 
+    g = forward(variant)
     args = g.kernel_args(head_dim, causal, pingpong, overlap, lean, under_pv, persistent)
     q_layout, kv_layout = g.smem_layouts(16, head_dim)
     signature = {"q_desc": f"tensordesc<bf16[{g.BLOCK_M}, {head_dim}],{q_layout!r}>",
@@ -218,10 +222,15 @@ def settings(lean_only: bool) -> list[tuple]:
 
 
 def main() -> None:
+    from .gluon_fwd_variants import FWD_VARIANTS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lean", action="store_true", help="the lean settings only (softmax under P·V included)")
     ap.add_argument("--short-chains", choices=("on", "off"),
                     help="compile with gluon_fwd.SHORT_CHAINS set so at every head dim (default: as committed)")
+    ap.add_argument("--variant", choices=FWD_VARIANTS,
+                    help="compile this variant of lab/gluon_fwd_variants.py instead of the kernel as committed (the "
+                         "variants change the short-chain softmax: with --short-chains on at D = 128)")
     a = ap.parse_args()
     if a.short_chains:
         from ..kernels import gluon_fwd
@@ -232,7 +241,7 @@ def main() -> None:
         label = (f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"
                  + (" under_pv=True" if under_pv else "") + (" persistent=True" if persistent else ""))
         try:
-            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean, under_pv, persistent)
+            kernel = compile_for_hopper(head_dim, causal, pingpong, overlap, lean, under_pv, persistent, a.variant)
         except Exception as exc:  # noqa: BLE001 - report each config and go on
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-600:]}", flush=True)
             failed += 1

@@ -25,9 +25,11 @@ DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, True), ({}, {"DQ_FIRST": False})),
                 ((64, False), ({}, {"DQ_FIRST": True})), ((64, True), ({}, {"DQ_FIRST": True})))
 B_H_S = (4, 16, 4096)
-# The softmax-under-P·V and persistent forwards' settings (tables of gluon_fwd by head dim), each spelled out: the
-# committed table differs by head dim, so {} would time the same kernel as one of them.
-FWD_SETTINGS = ({"SHORT_CHAINS": False}, {"SHORT_CHAINS": True})
+# The softmax-under-P·V and persistent forwards' settings: (tables of gluon_fwd by head dim, each spelled out, as
+# the committed table differs by head dim and {} would time the same kernel as one of them; None for the kernel
+# as committed or the name of a variant in gluon_fwd_variants).
+FWD_SETTINGS = (({"SHORT_CHAINS": False}, None), ({"SHORT_CHAINS": True}, None),
+                ({"SHORT_CHAINS": True}, "short max, shuffled sum"))
 
 
 def _inputs(count: int, D: int) -> list:
@@ -99,22 +101,25 @@ def probe_forward_settings() -> int:
     and a ragged one, then timed."""
     from ..kernels import gluon_fwd
     from .gluon_check import check_case
+    from .gluon_fwd_variants import forward
 
     print("D | causal | schedule | setting | rule | median ms | TFLOP/s", flush=True)
     for D in (128, 64):
         for causal in (False, True):
             for persistent in (False, True):
-                for setting in FWD_SETTINGS:
-                    with _overridden(gluon_fwd, (D, causal), setting):
+                for setting, variant in FWD_SETTINGS:
+                    with _overridden(gluon_fwd, (D, causal), setting):  # the variants share gluon_fwd's tables
                         flags = dict(pingpong=True, overlap=True, lean=True, under_pv=True, persistent=persistent)
-                        ok = check_case(*B_H_S, D, causal, **flags) and check_case(2, 4, 777, D, causal, **flags)
+                        ok = (check_case(*B_H_S, D, causal, **flags, variant=variant)
+                              and check_case(2, 4, 777, D, causal, **flags, variant=variant))
                         q, k, v = _inputs(3, D)
 
-                        def call(q=q, k=k, v=v, causal=causal, flags=flags):
-                            return gluon_fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
+                        def call(q=q, k=k, v=v, causal=causal, flags=flags, fwd=forward(variant)):
+                            return fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
 
                         schedule = "persistent" if persistent else "under_pv"
-                        _print_row((D, causal, schedule, _label(setting)), ok, call, _fwd_flops(D, causal))
+                        label = _label(setting) + (f" {variant}" if variant else "")
+                        _print_row((D, causal, schedule, label), ok, call, _fwd_flops(D, causal))
     return 0
 
 

@@ -254,3 +254,24 @@ def test_the_compile_check_reads_softmax_placement_and_chains_from_sass():
     assert gc._after_turn(body, "MUFU.EX2") == 1 and gc._after_turn(body, "FADD") == 1
     assert gc._exp_between_waits(body) == 3
     assert gc._longest_chain(body, "FMNMX") == 3
+
+
+def test_a_lab_variant_swaps_forward_helpers_without_touching_the_kernel():
+    from gpufolio_projects.flash_attention.lab import gluon_fwd_variants as fv
+    from gpufolio_projects.flash_attention.lab.kernel_variant import rebound
+
+    variant = fv.forward("short max, shuffled sum")
+    # The copy's functions call the replacements and launch the copy's kernel; the module's own are untouched.
+    assert variant._consumer_tile.fn.__globals__["_online_softmax_short"] is fv._short_max_shuffled_sum
+    assert gluon_fwd._consumer_tile.fn.__globals__["_online_softmax_short"] is gluon_fwd._online_softmax_short
+    assert variant.gluon_attention_fwd.__globals__["_attn_fwd_ws_kernel"] is variant._attn_fwd_ws_kernel
+    # So the variant compiles under a cache key of its own, and the probe's table overrides still reach it.
+    assert variant._attn_fwd_ws_kernel.cache_key != gluon_fwd._attn_fwd_ws_kernel.cache_key
+    assert variant.SHORT_CHAINS is gluon_fwd.SHORT_CHAINS
+    assert fv.forward(None) is gluon_fwd
+    with pytest.raises(ValueError, match="no forward variant"):
+        fv.forward("no such variant")
+    with pytest.raises(ValueError, match="no JIT function '_no_such_helper'"):
+        rebound(gluon_fwd, _no_such_helper=fv._row_sums)
+    with pytest.raises(ValueError, match="takes"):
+        rebound(gluon_fwd, _row_total=fv._row_sums)
