@@ -35,22 +35,25 @@ def _forward(q, k, v, causal: bool, triton_fwd: bool):
     return gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
 
 
-def check_case(B: int, H: int, S: int, D: int, causal: bool, triton_fwd: bool = False) -> bool:
+def check_case(B: int, H: int, S: int, D: int, causal: bool, triton_fwd: bool = False,
+               variant: str | None = None) -> bool:
+    """One case held to the rule: the backward as committed, or ``variant`` (a name in
+    ``variants.BWD_VARIANTS``)."""
     import torch
     from gpufolio.api import FlashRule
     from gpufolio.check import compare_flash_rule
 
     from ..bench import SLACK
-    from ..kernels.gluon_bwd import gluon_attention_bwd
     from ..reference import reference_attention
+    from .variants import backward
 
-    label = f"B,H,S,D={B},{H},{S},{D} causal={causal}"
+    label = f"B,H,S,D={B},{H},{S},{D} causal={causal}" + (f" variant={variant!r}" if variant else "")
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v, do = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(4))
     o, lse = _forward(q, k, v, causal, triton_fwd)
     inputs = {"do": do, "q": q, "k": k, "v": v, "o": o, "lse": lse}
     before = {name: t.clone() for name, t in inputs.items()}
-    dq, dk, dv = gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
+    dq, dk, dv = backward(variant).gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
     torch.cuda.synchronize()
 
     ok = True

@@ -5,14 +5,18 @@ and not, it runs the full pipeline (Gluon -> TTGIR -> LLVM -> PTX -> cubin throu
 whole kernel's PTX, ``setmaxnreg`` (the register split), ``wgmma``, TMA loads, dQ's TMA reduce-adds, global
 atomics (none expected), mbarrier waits and arrives, warpgroup ``bar.sync`` and proxy fences, with ptxas's spill
 line; then, in the SASS (nvdisasm), each consumer's query-block loop: its static instruction count, warpgroup
-``BAR.SYNC``, mbarrier arrives and waits, wgmma, and local-memory loads/stores. A setting fails on a compile
-error, any spill, or wgmmas that ptxas serialised. Needs triton 3.6 (the API the kernel is written against; its
-wheel carries ptxas and nvdisasm), no torch:
+``BAR.SYNC``, mbarrier arrives and waits, wgmma, local-memory loads/stores, and how many exponentials run
+between the wait on Sᵀ and the wait on dPᵀ (under dPᵀ's wgmma). A setting fails on a compile error, any spill,
+or wgmmas that ptxas serialised. Needs triton 3.6 (the API the kernel is written against; its wheel carries
+ptxas and nvdisasm), no torch:
 
-    python -m gpufolio_projects.flash_attention.lab.gluon_bwd_compile   # in a venv with triton==3.6.0
+    python -m gpufolio_projects.flash_attention.lab.gluon_bwd_compile [--variant NAME]   # triton==3.6.0
+
+(``--variant`` compiles one of ``lab/variants.py``'s backwards in place of the committed kernel.)
 """
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
 
@@ -26,13 +30,19 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
 
 def describe_query_block_loops(loops: list[dict]) -> str:
     """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops, from the forward's
-    SASS loop finder (the innermost loops that issue wgmma); the forward's ``SOFTMAX_METRICS`` left out."""
-    return describe_loops(loops, "query block", skip=tuple(SOFTMAX_METRICS))
+    SASS loop finder (the innermost loops that issue wgmma). Of the forward's ``SOFTMAX_METRICS`` only the
+    exponentials between a wgmma wait that leaves one group in flight and the next wait: here Sᵀ's and dPᵀ's."""
+    under = "exp under P·V"
+    loops = [{("exp under dPᵀ" if name == under else name): n for name, n in loop.items()} for loop in loops]
+    return describe_loops(loops, "query block", skip=tuple(m for m in SOFTMAX_METRICS if m != under))
 
 
-def compile_for_hopper(head_dim: int, causal: bool):
-    """The backward kernel compiled for sm_90a (a ``CompiledKernel``; its ``asm`` holds ttgir, ptx and cubin)."""
-    from ..kernels import gluon_bwd as g
+def compile_for_hopper(head_dim: int, causal: bool, variant: str | None = None):
+    """The backward kernel (or ``variant`` of ``variants.BWD_VARIANTS``) compiled for sm_90a (a ``CompiledKernel``;
+    its ``asm`` holds ttgir, ptx and cubin)."""
+    from .variants import backward
+
+    g = backward(variant)
 
     layouts, blocks = g.smem_layouts(16, head_dim), g.block_shapes(head_dim)
     dtypes = dict(q_desc="bf16", k_desc="bf16", v_desc="bf16", do_desc="bf16", lse_desc="fp32", delta_desc="fp32",
@@ -47,11 +57,17 @@ def compile_for_hopper(head_dim: int, causal: bool):
 
 
 def main() -> None:
+    from .variants import BWD_VARIANTS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--variant", choices=BWD_VARIANTS,
+                    help="compile this variant of lab/variants.py instead of the kernel as committed")
+    a = ap.parse_args()
     failed = 0
     for head_dim, causal in itertools.product((128, 64), (False, True)):
         label = f"D={head_dim} causal={causal}"
         try:
-            kernel = compile_for_hopper(head_dim, causal)
+            kernel = compile_for_hopper(head_dim, causal, a.variant)
         except Exception as exc:  # noqa: BLE001 - report each setting and go on
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-1500:]}", flush=True)
             failed += 1

@@ -30,14 +30,14 @@ CASES = [
 
 def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, overlap: bool,
                lean: bool = False, under_pv: bool = False, persistent: bool = False, variant: str | None = None) -> bool:
-    """One case held to the rule: the kernel as committed, or ``variant`` (a name in ``gluon_fwd_variants``)."""
+    """One case held to the rule: the kernel as committed, or ``variant`` (a name in ``variants.FWD_VARIANTS``)."""
     import torch
     from gpufolio.api import FlashRule
     from gpufolio.check import compare_flash_rule
 
     from ..bench import SLACK
     from ..reference import reference_attention
-    from .gluon_fwd_variants import forward
+    from .variants import forward
 
     gen = torch.Generator(device="cuda").manual_seed(S * D + causal)
     q, k, v = (torch.randn((B, H, S, D), device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))

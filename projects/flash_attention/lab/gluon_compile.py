@@ -12,7 +12,7 @@ wheel carries ptxas and nvdisasm), no torch:
 
     python -m gpufolio_projects.flash_attention.lab.gluon_compile [--lean] [--short-chains on|off] [--variant NAME]
 
-(triton==3.6.0; ``--variant`` compiles one of ``lab/gluon_fwd_variants.py`` in place of the committed kernel.)
+(triton==3.6.0; ``--variant`` compiles one of ``lab/variants.py``'s forwards in place of the committed kernel.)
 """
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ PATTERNS = {"setmaxnreg": r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+\d+", "wgmma":
 
 def compile_for_hopper(head_dim: int, causal: bool, pingpong: bool, overlap: bool, lean: bool = False,
                        under_pv: bool = False, persistent: bool = False, variant: str | None = None):
-    """The kernel (or ``variant`` of ``gluon_fwd_variants``) compiled for sm_90a (a ``CompiledKernel``; its
+    """The kernel (or ``variant`` of ``variants.FWD_VARIANTS``) compiled for sm_90a (a ``CompiledKernel``; its
     ``asm`` holds ttgir, ptx and cubin)."""
-    from .gluon_fwd_variants import forward
+    from .variants import forward
 
     g = forward(variant)
     args = g.kernel_args(head_dim, causal, pingpong, overlap, lean, under_pv, persistent)
@@ -222,20 +222,19 @@ def settings(lean_only: bool) -> list[tuple]:
 
 
 def main() -> None:
-    from .gluon_fwd_variants import FWD_VARIANTS
+    from .variants import FWD_VARIANTS, forward
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lean", action="store_true", help="the lean settings only (softmax under P·V included)")
     ap.add_argument("--short-chains", choices=("on", "off"),
-                    help="compile with gluon_fwd.SHORT_CHAINS set so at every head dim (default: as committed)")
+                    help="compile with the forward's SHORT_CHAINS set so at every head dim (default: as committed)")
     ap.add_argument("--variant", choices=FWD_VARIANTS,
-                    help="compile this variant of lab/gluon_fwd_variants.py instead of the kernel as committed (the "
+                    help="compile this variant of lab/variants.py instead of the kernel as committed (the "
                          "variants change the short-chain softmax: with --short-chains on at D = 128)")
     a = ap.parse_args()
-    if a.short_chains:
-        from ..kernels import gluon_fwd
-
-        gluon_fwd.SHORT_CHAINS.update(dict.fromkeys(gluon_fwd.SHORT_CHAINS, a.short_chains == "on"))
+    if a.short_chains:  # the table of the module compiled: a variant has its own
+        table = forward(a.variant).SHORT_CHAINS
+        table.update(dict.fromkeys(table, a.short_chains == "on"))
     failed = 0
     for lean, under_pv, persistent, head_dim, causal, pingpong, overlap in settings(a.lean):
         label = (f"D={head_dim} causal={causal} pingpong={pingpong} overlap={overlap} lean={lean}"

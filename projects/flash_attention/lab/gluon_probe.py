@@ -21,13 +21,14 @@ import sys
 # (D, ring depths): today's depth first, then one deeper.
 DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 # ((D, causal), settings): each setting overrides entries of the backward's tables (STAGES by head dim, DQ_FIRST
-# by head dim and causal); {} is the kernel as committed.
-BWD_SETTINGS = (((128, False), ({}, {"DQ_FIRST": True}, {"STAGES": 3})), ((128, True), ({}, {"DQ_FIRST": False})),
-                ((64, False), ({}, {"DQ_FIRST": True})), ((64, True), ({}, {"DQ_FIRST": True})))
+# by head dim and causal; {} is the kernel as committed), in the kernel as committed (None) or in one of
+# variants.BWD_VARIANTS.
+BWD_SETTINGS = tuple(((D, causal), (({}, None), ({}, "dV before dPᵀ's wait"))) for D in (128, 64)
+                     for causal in (False, True))
 B_H_S = (4, 16, 4096)
 # The softmax-under-P·V and persistent forwards' settings: (tables of gluon_fwd by head dim, each spelled out, as
 # the committed table differs by head dim and {} would time the same kernel as one of them; None for the kernel
-# as committed or the name of a variant in gluon_fwd_variants).
+# as committed or the name of one of variants.FWD_VARIANTS).
 FWD_SETTINGS = (({"SHORT_CHAINS": False}, None), ({"SHORT_CHAINS": True}, None),
                 ({"SHORT_CHAINS": True}, "short max, shuffled sum"))
 
@@ -99,16 +100,15 @@ def probe_forward() -> int:
 def probe_forward_settings() -> int:
     """The softmax-under-P·V and persistent forwards in each of ``FWD_SETTINGS``, checked at the headline shape
     and a ragged one, then timed."""
-    from ..kernels import gluon_fwd
     from .gluon_check import check_case
-    from .gluon_fwd_variants import forward
+    from .variants import forward
 
     print("D | causal | schedule | setting | rule | median ms | TFLOP/s", flush=True)
     for D in (128, 64):
         for causal in (False, True):
             for persistent in (False, True):
                 for setting, variant in FWD_SETTINGS:
-                    with _overridden(gluon_fwd, (D, causal), setting):  # the variants share gluon_fwd's tables
+                    with _overridden(forward(variant), (D, causal), setting):  # a variant has tables of its own
                         flags = dict(pingpong=True, overlap=True, lean=True, under_pv=True, persistent=persistent)
                         ok = (check_case(*B_H_S, D, causal, **flags, variant=variant)
                               and check_case(2, 4, 777, D, causal, **flags, variant=variant))
@@ -126,22 +126,24 @@ def probe_forward_settings() -> int:
 def probe_backward() -> int:
     """The backward's settings of ``BWD_SETTINGS``, each checked at the headline shape and a ragged one, then the
     backward alone (Δ, the kernel, dQ's conversion) timed on one forward's O and LSE."""
-    from ..kernels import gluon_bwd
     from ..kernels.gluon_fwd import gluon_attention_fwd
     from .gluon_bwd_check import check_case
+    from .variants import backward
 
     print("D | causal | setting | rule | median ms | backward TFLOP/s (2.5x the forward's FLOPs)", flush=True)
     for (D, causal), settings in BWD_SETTINGS:
-        for setting in settings:
-            with _overridden(gluon_bwd, (D, causal), setting):
-                ok = check_case(*B_H_S, D, causal) and check_case(1, 2, 777, D, causal)
+        for setting, variant in settings:
+            with _overridden(backward(variant), (D, causal), setting):
+                ok = (check_case(*B_H_S, D, causal, variant=variant)
+                      and check_case(1, 2, 777, D, causal, variant=variant))
                 q, k, v, do = _inputs(4, D)
                 o, lse = gluon_attention_fwd(q, k, v, causal=causal, overlap=True, lean=True, under_pv=True)
 
-                def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal):
-                    return gluon_bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
+                def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal, bwd=backward(variant)):
+                    return bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
-                _print_row((D, causal, _label(setting)), ok, call, 2.5 * _fwd_flops(D, causal))
+                label = _label(setting) + (f" {variant}" if variant else "")
+                _print_row((D, causal, label), ok, call, 2.5 * _fwd_flops(D, causal))
     return 0
 
 

@@ -256,22 +256,30 @@ def test_the_compile_check_reads_softmax_placement_and_chains_from_sass():
     assert gc._longest_chain(body, "FMNMX") == 3
 
 
-def test_a_lab_variant_swaps_forward_helpers_without_touching_the_kernel():
-    from gpufolio_projects.flash_attention.lab import gluon_fwd_variants as fv
-    from gpufolio_projects.flash_attention.lab.kernel_variant import rebound
+def test_a_lab_variant_is_the_kernel_with_its_edits_beside_it():
+    from gpufolio_projects.flash_attention.lab import variants
+    from gpufolio_projects.flash_attention.lab.kernel_variant import edited_source, with_edits
 
-    variant = fv.forward("short max, shuffled sum")
-    # The copy's functions call the replacements and launch the copy's kernel; the module's own are untouched.
-    assert variant._consumer_tile.fn.__globals__["_online_softmax_short"] is fv._short_max_shuffled_sum
-    assert gluon_fwd._consumer_tile.fn.__globals__["_online_softmax_short"] is gluon_fwd._online_softmax_short
-    assert variant.gluon_attention_fwd.__globals__["_attn_fwd_ws_kernel"] is variant._attn_fwd_ws_kernel
-    # So the variant compiles under a cache key of its own, and the probe's table overrides still reach it.
-    assert variant._attn_fwd_ws_kernel.cache_key != gluon_fwd._attn_fwd_ws_kernel.cache_key
-    assert variant.SHORT_CHAINS is gluon_fwd.SHORT_CHAINS
-    assert fv.forward(None) is gluon_fwd
-    with pytest.raises(ValueError, match="no forward variant"):
-        fv.forward("no such variant")
-    with pytest.raises(ValueError, match="no JIT function '_no_such_helper'"):
-        rebound(gluon_fwd, _no_such_helper=fv._row_sums)
-    with pytest.raises(ValueError, match="takes"):
-        rebound(gluon_fwd, _row_total=fv._row_sums)
+    for load, table in ((variants.forward, variants.FWD_VARIANTS), (variants.backward, variants.BWD_VARIANTS)):
+        committed = load(None)
+        assert committed.__name__.endswith(("kernels.gluon_fwd", "kernels.gluon_bwd"))
+        for name in table:  # every variant's edits still apply to the kernel, and it imports
+            variant = load(name)
+            assert variant is not committed and variant.__package__ == committed.__package__
+            kernel, entry = (("_attn_fwd_ws_kernel", "gluon_attention_fwd") if load is variants.forward
+                             else ("_attn_bwd_ws_kernel", "gluon_attention_bwd"))
+            # Its own source, so its own compile cache key, and its own launcher; the committed module is untouched.
+            assert getattr(variant, kernel).cache_key != getattr(committed, kernel).cache_key
+            assert getattr(variant, entry).__globals__[kernel] is getattr(variant, kernel)
+    fwd = variants.forward("short max, shuffled sum")
+    assert "_row_total(l_i, s_rows)" not in fwd._consumer_tile.src
+    assert "_row_total(l_i, s_rows)" in gluon_fwd._consumer_tile.src
+    assert fwd.SHORT_CHAINS is not gluon_fwd.SHORT_CHAINS  # a probe overrides the tables of what it times
+    with pytest.raises(ValueError, match="no variant 'no such variant'"):
+        variants.forward("no such variant")
+    with pytest.raises(ValueError, match="edit 1: .* occurs 0 times"):
+        edited_source("a = 1\n", "stale", [("b = 2\n", "b = 3\n")])
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        edited_source("a = 1\na = 1\n", "ambiguous", [("a = 1\n", "a = 2\n")])
+    with pytest.raises(SyntaxError):
+        with_edits(gluon_fwd, "broken", [("GLUON_TRITON = ", "GLUON_TRITON = = ")])

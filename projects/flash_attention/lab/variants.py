@@ -1,0 +1,89 @@
+"""Variants of the Gluon kernels not (yet) in ``kernels/``, each a few edits of a kernel's source
+(``kernel_variant.with_edits``), for the compile reports (``gluon_compile --variant``, ``gluon_bwd_compile
+--variant``), the checks and the probe (``gluon_probe --fwd-settings`` and ``--bwd``) to compile, check and time
+beside the kernels as committed. A variant that wins is then made in the kernel, and the bench run again.
+
+Forward, "short max, shuffled sum": the short-chain softmax (``SHORT_CHAINS``) keeps its split row max but goes
+back to one running row sum, added across the quad by two shuffles every key block, instead of per-lane partial
+sums added once in the epilogue. In the SASS of the committed short chains, ptxas places nearly every exponential
+after the turn's try-wait; with the shuffles back, the D = 128 kernels place them as the committed kernels do,
+and the D = 64 ones above the try-wait again. Timing it tells whether that placement is what the short chains
+lost at D = 128, and whether the short max gains anything on its own.
+
+The backward waits out Sᵀ alone so that dPᵀ's wgmma runs under the exponentials, but ptxas hoists the wait on
+dPᵀ to the top of its basic block, which starts after the mask branch, above all the exponentials: the committed
+kernel runs 0 or 1 of its 32 exponentials per query block under dPᵀ. Two ways to keep them there:
+
+- "exp under dPᵀ": a try-wait on a barrier phase that has already completed (the slot's ``do_ready``, waited on
+  before dPᵀ was issued) after the exponentials, a block boundary, as the turn's try-wait is in the forward's
+  softmax under P·V. ptxas then sinks the exponentials below it instead at D = 128 in full attention (2 and 0
+  under dPᵀ), and adds a warpgroup barrier; not timed.
+- "dV before dPᵀ's wait": Pᵀ cast and dV's wgmma issued straight after the exponentials, then dPᵀ waited out
+  with dV still in flight (dSᵀ, which needs dPᵀ, after it). The issue reads Pᵀ's registers, so the exponentials
+  cannot move below it, and dV's wgmma starts a step earlier. All 32 exponentials under dPᵀ in every setting,
+  no spills, no more barriers (``lab/gluon_bwd_compile --variant``).
+"""
+from __future__ import annotations
+
+import functools
+
+# name -> [(old text of kernels/gluon_fwd.py, new text)]; they change what SHORT_CHAINS turns on.
+FWD_VARIANTS = {
+    "short max, shuffled sum": [
+        ("        l_i = _row_partial_sums(gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout))\n",
+         "        l_i = gl.full([BLOCK_M], 0.0, gl.float32, s_rows)\n"),
+        ("    part_rows: gl.constexpr = gl.SliceLayout(1, l_part.type.layout)\n"
+         "    return p, m_new, l_part * gl.convert_layout(alpha, part_rows)[:, None] + _row_partial_sums(p), alpha\n",
+         "    return p, m_new, l_part * alpha + gl.sum(p, 1), alpha\n"),
+        ("    if SHORT:\n        l_i = _row_total(l_i, s_rows)\n", ""),
+    ],
+}
+
+# name -> [(old text of kernels/gluon_bwd.py, new text)].
+BWD_VARIANTS = {
+    "exp under dPᵀ": [
+        ("        pt = gl.exp2(z)\n",
+         "        pt = gl.exp2(z)\n"
+         "        mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)  # complete already: a block boundary\n"),
+    ],
+    "dV before dPᵀ's wait": [
+        ("""        pt = gl.exp2(z)
+        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_h, do_t])[0]
+        # dSᵀ before dV's wgmma is issued, so Pᵀ and dPᵀ in fp32 die before dV's accumulator is in flight.
+        ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
+        pt_op = gl.convert_layout(pt.to(dtype), op_layout)
+        dv = hopper.warpgroup_mma(pt_op, do, dv, is_async=True)
+""", """        pt = gl.exp2(z)
+        pt_op = gl.convert_layout(pt.to(dtype), op_layout)
+        dv = hopper.warpgroup_mma(pt_op, do, dv, is_async=True)
+        dpt = hopper.warpgroup_mma_wait(1, deps=[dpt, v_h, do_t])[0]
+        ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
+"""),
+    ],
+}
+
+
+@functools.cache
+def forward(name: str | None = None):
+    """``kernels/gluon_fwd`` as committed (``None``), or with variant ``name``'s edits."""
+    from ..kernels import gluon_fwd
+
+    return _variant(gluon_fwd, FWD_VARIANTS, name)
+
+
+@functools.cache
+def backward(name: str | None = None):
+    """``kernels/gluon_bwd`` as committed (``None``), or with variant ``name``'s edits."""
+    from ..kernels import gluon_bwd
+
+    return _variant(gluon_bwd, BWD_VARIANTS, name)
+
+
+def _variant(module, table: dict, name: str | None):
+    from .kernel_variant import with_edits
+
+    if name is None:
+        return module
+    if name not in table:
+        raise ValueError(f"no variant {name!r} of {module.__name__}; there are: {', '.join(table)}")
+    return with_edits(module, name, table[name])
