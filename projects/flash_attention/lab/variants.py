@@ -7,8 +7,10 @@ Forward, "short max, shuffled sum": the short-chain softmax (``SHORT_CHAINS``) k
 back to one running row sum, added across the quad by two shuffles every key block, instead of per-lane partial
 sums added once in the epilogue. In the SASS of the committed short chains, ptxas places nearly every exponential
 after the turn's try-wait; with the shuffles back, the D = 128 kernels place them as the committed kernels do,
-and the D = 64 ones above the try-wait again. Timing it tells whether that placement is what the short chains
-lost at D = 128, and whether the short max gains anything on its own.
+and the D = 64 ones above the try-wait again. Timed on an H100
+(``evidence/2026-12-05-gluon-variants-probe-h100.log``): at D = 128 it takes back most of the short chains' loss
+in three of four schedules but never beats the long chains; at D = 64 level in the persistent kernel. Not made
+in the kernel.
 
 The backward waits out Sᵀ alone so that dPᵀ's wgmma runs under the exponentials, but ptxas hoists the wait on
 dPᵀ to the top of its basic block, which starts after the mask branch, above all the exponentials: the committed
@@ -21,7 +23,8 @@ kernel runs 0 or 1 of its 32 exponentials per query block under dPᵀ. Two ways 
 - "dV before dPᵀ's wait": Pᵀ cast and dV's wgmma issued straight after the exponentials, then dPᵀ waited out
   with dV still in flight (dSᵀ, which needs dPᵀ, after it). The issue reads Pᵀ's registers, so the exponentials
   cannot move below it, and dV's wgmma starts a step earlier. All 32 exponentials under dPᵀ in every setting,
-  no spills, no more barriers (``lab/gluon_bwd_compile --variant``).
+  no spills, no more barriers (``lab/gluon_bwd_compile --variant``). Timed on an H100 (the same log): 3–4%
+  slower at D = 128, full and causal, 0–1% faster at D = 64. Not made in the kernel.
 """
 from __future__ import annotations
 
