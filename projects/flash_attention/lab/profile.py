@@ -4,11 +4,14 @@
     python -m gpufolio_projects.flash_attention.lab.profile --backend triton,gluon_overlap --reps 1
     python -m gpufolio_projects.flash_attention.lab.profile --backend gluon_bwd --bwd --reps 1   # the Gluon backward
     python -m gpufolio_projects.flash_attention.lab.profile --backend fa4,gluon_bwd --bwd --reps 1   # a peer beside
+    python -m gpufolio_projects.flash_attention.lab.profile --backend "gluon_bwd,gluon_bwd@NAME" --bwd --reps 1
 
 Several comma-separated backends run one after another in one process (one ncu session sees each kernel). A name
 that is not a ``flash_attention`` backend is a bench variant (``fa4``, ``sdpa_cudnn``, ...), called as the bench
-calls it. Pick the kernels with ``ncu --kernel-name``, not an NVTX range: autograd runs the backward's kernels
-on a thread of its own, outside a range pushed here.
+calls it. ``gluon_bwd@NAME`` is the backward of ``lab/variants.py``'s variant NAME, called directly on one Gluon
+forward's O and LSE (the same kernel name as the committed backward's: profile both in one session and tell
+them apart by launch order). Pick the kernels with ``ncu --kernel-name``, not an NVTX range: autograd runs the
+backward's kernels on a thread of its own, outside a range pushed here.
 
 Pin a config for the profile with GPUFOLIO_FA_FWD / _BWD_DKDV / _BWD_DQ = "block_m,block_n,warps,stages";
 otherwise the tuner's pick (its JSON file) is used.
@@ -44,6 +47,9 @@ def main() -> None:
     do = torch.randn(shape, device="cuda", dtype=dtype)
     params = bench._params(a.S, a.D, a.causal, a.dtype, B=shape[0], H=a.H)
     for backend in a.backend.split(","):
+        if backend.startswith("gluon_bwd@"):
+            _profile_bwd_variant(backend.partition("@")[2], q.detach(), k.detach(), v.detach(), do, a)
+            continue
         # (q, k, v) -> out: our backend, or a peer as the bench calls it.
         call = (functools.partial(flash_attention, causal=a.causal, backend=backend) if backend in BACKENDS
                 else bench._attention_fn(backend, params, q.device, a.bwd))
@@ -53,6 +59,22 @@ def main() -> None:
                 torch.autograd.grad(out, (q, k, v), do)
         torch.cuda.synchronize()
         print(f"profiled {backend} {a.reps} reps at B,H,S,D={shape} causal={a.causal} bwd={a.bwd}", flush=True)
+
+
+def _profile_bwd_variant(name: str, q, k, v, do, a) -> None:
+    """The backward of variant ``name`` ``a.reps`` times on the committed Gluon forward's O and LSE."""
+    import torch
+
+    from ..kernels.gluon_fwd import gluon_attention_fwd
+    from .variants import backward
+
+    bwd = backward(name)
+    o, lse = gluon_attention_fwd(q, k, v, causal=a.causal, overlap=True, lean=True, under_pv=True)
+    for _ in range(a.reps):
+        bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=a.causal)
+    torch.cuda.synchronize()
+    print(f"profiled the backward of variant {name!r} {a.reps} reps at B,H,S,D={tuple(q.shape)} causal={a.causal}",
+          flush=True)
 
 
 if __name__ == "__main__":
