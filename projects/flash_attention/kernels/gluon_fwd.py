@@ -75,7 +75,8 @@ tiles of a group first):
   latter counting both consumers' releases after a tile's last wgmma), so the producer loads tile i + 1's Q and
   first K/V blocks while the consumers finish tile i; the K/V ring and the turns run on across tiles (block j of
   a tile is ring count kv0 + j, its k-th turn turn0 + k, turn0 growing by n + 1 per tile). 197 KiB of shared
-  memory at D = 128. ptxas spills a few registers around each tile's epilogue (never in the key-block loop).
+  memory at D = 128. No spills as launched (``lab/gluon_compile``, compiled as the launcher specialises the
+  headline shape's aligned pointers and lengths).
 - Epilogue: O / l with a masked store straight from the wgmma layout (rows past S are computed on the next
   head's rows, or on TMA's zero fill, and dropped); LSE as fp32 [B, H, S] in log2 units (m + log2 l), the
   Triton forward's convention, which its backward reads.

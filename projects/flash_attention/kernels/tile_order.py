@@ -1,7 +1,7 @@
-"""Which tile the Gluon forward should run when, and, persistent, on which CTA: the order and hand-out written for
-it in commit ee621d7 (a 1-D grid walking ``tile_of``, persistent CTAs reading ``flat_schedule``'s lists, packed
-by ``pack``), which passed FlashAttention's rule on a GPU but has not been timed, so the kernel does not use them
-yet. Pure Python: ``lab/tile_balance`` and the tests use it.
+"""Which tile the Gluon forward runs when, and, persistent, on which CTA: the order and hand-out the kernel uses
+(a 1-D grid walking ``tile_of``, which ``gluon_fwd._tile_of`` mirrors on the device; persistent CTAs reading
+``flat_schedule``'s lists, packed by ``pack``). Pure Python: the kernel's launcher, ``lab/tile_balance`` and the
+tests use it.
 
 A tile is 2·BLOCK_M = 128 query rows of one batch·head. Tile t of a launch (a plain grid runs CTA t on whichever
 SM frees first):

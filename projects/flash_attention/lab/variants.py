@@ -32,7 +32,9 @@ can start late and run alone at the end. A model of the hardware's hand-out (eac
 a CTA's cost its query blocks plus one) puts the current order 7% over the ideal at S = 4096, 64 heads; heads in
 groups of four, each group's key blocks longest first, within 0.1% of it. The groups keep what the CTAs running
 together read (Q, dO and dQ's fp32 sums of a few heads) within 16 MiB of L2, as the forward's causal tile order
-does. Prediction: the causal backward 4–6% faster; full attention is untouched.
+does. Prediction: the causal backward 4–6% faster; full attention is untouched. Timed on an H100 (the probe,
+``evidence/2026-12-05-gluon-bwd-causal-order-probe-h100.log``): 3.5% faster at D = 128, 4.2% at D = 64. Made in
+the kernel (``gluon_bwd._key_block_of``), so no longer a variant here.
 """
 from __future__ import annotations
 
@@ -49,51 +51,6 @@ FWD_VARIANTS = {
         ("    if SHORT:\n        l_i = _row_total(l_i, s_rows)\n", ""),
     ],
 }
-
-# The causal backward's launch order as in the forward's tile order: heads in groups, the longest CTAs first.
-_KEY_BLOCK_OF = '''
-
-@gluon.jit
-def _key_block_of(GROUP: gl.constexpr, CAUSAL: gl.constexpr):
-    """(key block, batch·head) of this CTA: full attention, as launched; causal, the launch order walks heads in
-    groups of GROUP, each group's key blocks from the first (the longest: it sees every query block) to the last,
-    the group's heads in turn within a key block."""
-    if CAUSAL:
-        n_kblocks = gl.num_programs(0)
-        t = gl.program_id(1) * n_kblocks + gl.program_id(0)  # launch order: x fastest
-        span = n_kblocks * GROUP
-        g = t // span
-        heads = gl.minimum(gl.num_programs(1) - g * GROUP, GROUP)  # the last group may be smaller
-        r = t - g * span
-        return r // heads, g * GROUP + r % heads
-    else:
-        return gl.program_id(0), gl.program_id(1)
-'''
-_CAUSAL_ORDER = [
-    ("    return first, gl.cdiv(seqlen, BLOCK_M)\n", "    return first, gl.cdiv(seqlen, BLOCK_M)\n" + _KEY_BLOCK_OF),
-    ("              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):\n",
-     "              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, GROUP: gl.constexpr):\n"),
-    ("    n_block = gl.program_id(0)\n    base = gl.program_id(1) * seqlen\n"
-     "    lse_base = gl.program_id(1) * lse_stride\n",
-     "    n_block, bh = _key_block_of(GROUP, CAUSAL)\n    base = bh * seqlen\n    lse_base = bh * lse_stride\n"),
-    ("              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr):\n",
-     "              CAUSAL: gl.constexpr, DQ_FIRST: gl.constexpr, GROUP: gl.constexpr):\n"),
-    ("    n_block = gl.program_id(0)\n    bh = gl.program_id(1)\n", "    n_block, bh = _key_block_of(GROUP, CAUSAL)\n"),
-    ("                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr):\n",
-     "                        PRODUCER_REGS: gl.constexpr, DQ_FIRST: gl.constexpr, GROUP: gl.constexpr):\n"),
-    ("BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),\n        (_consumer,",
-     "BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, GROUP)),\n        (_consumer,"),
-    ("BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST)),\n        (_producer,",
-     "BLOCK_M, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, DQ_FIRST, GROUP)),\n        (_producer,"),
-    ("                     STAGES,\n                     CAUSAL)),\n",
-     "                     STAGES,\n                     CAUSAL, GROUP)),\n"),
-    ("                num_warps=4)\n\n\ndef smem_layouts",
-     "                GROUP=1, num_warps=4)\n\n\ndef smem_layouts"),
-    ("    args = kernel_args(D, causal)\n",
-     "    args = kernel_args(D, causal)\n"
-     "    # Causal: as many heads per group as keep their Q and dO (bf16) and dQ's fp32 sums within 16 MiB of L2.\n"
-     "    args[\"GROUP\"] = max(1, min(B * H, (16 << 20) // (S * D * 8))) if causal else 1\n"),
-]
 
 # name -> [(old text of kernels/gluon_bwd.py, new text)].
 BWD_VARIANTS = {
@@ -116,7 +73,6 @@ BWD_VARIANTS = {
         ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
 """),
     ],
-    "causal order: head groups, longest first": _CAUSAL_ORDER,
 }
 
 

@@ -233,6 +233,19 @@ def test_backward_of_each_gluon_backend_passes_the_flash_rule(backend, S, D, cau
     check_flash_rule((out, dq, dk, dv), q, k, v, causal, do=do)
 
 
+@pytest.mark.gpu
+@needs_hopper
+def test_the_causal_backward_in_head_groups_covers_every_key_block_once():
+    # At S = 8192, D = 128 a causal group holds two heads, so three heads make a full group and a smaller last
+    # one; a key block run twice or never shows up in dk and dv.
+    q, k, v = make_qkv(1, 3, 3, 8192, 8192, 128, torch.bfloat16, device="cuda", grad=True)
+    assert gluon_bwd.tile_order.GROUP_BYTES // (8192 * 128 * 8) == 2
+    do = torch.randn_like(q)
+    out = flash_attention(q, k, v, causal=True, backend="gluon_bwd")
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
+    check_flash_rule((out, dq, dk, dv), q, k, v, True, do=do)
+
+
 def test_the_backward_protocol_model_holds_and_catches_a_missing_wait():
     from gpufolio_projects.flash_attention.lab import gluon_bwd_protocol as bp
 
