@@ -60,3 +60,15 @@ def test_the_schedule_balances_better_than_round_robin():
         scheduled = tb.busiest(to.lpt_schedule(costs, 132), costs)
         assert mean <= scheduled <= tb.busiest(tb.round_robin(len(costs), 132), costs)
         assert scheduled / mean < 1.03
+
+
+def test_the_backward_launch_model_ends_near_the_ideal_in_head_groups():
+    from gpufolio_projects.flash_attention.lab import tile_balance as tb
+
+    # S = 4096, 64 heads: every CTA's cost (query blocks from its own on, plus one) in either order, the same work.
+    head_after_head, groups = tb.bwd_costs(4096, 64, 1), tb.bwd_costs(4096, 64, 4)
+    assert sorted(head_after_head) == sorted(groups) and max(groups) == 64 + 1 and min(groups) == 2 + 1
+    ideal = sum(groups) / 132
+    assert tb.list_schedule_end(head_after_head, 132) / ideal > 1.05
+    assert tb.list_schedule_end(groups, 132) / ideal < 1.01
+    assert tb.list_schedule_end([3, 3, 3, 1], 2) == 6  # one SM takes 3 then 3, the other 3 then 1
