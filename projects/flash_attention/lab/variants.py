@@ -23,13 +23,14 @@ kernel runs 0 or 1 of its 32 exponentials per query block under dPᵀ. Two ways 
 - "dV before dPᵀ's wait": Pᵀ cast and dV's wgmma issued straight after the exponentials, then dPᵀ waited out
   with dV still in flight (dSᵀ, which needs dPᵀ, after it). The issue reads Pᵀ's registers, so the exponentials
   cannot move below it, and dV's wgmma starts a step earlier. All 32 exponentials under dPᵀ in every setting,
-  no spills, no more barriers (``lab/gluon_bwd_compile --variant``). Timed on an H100 (the same log): 3–4%
-  slower at D = 128, full and causal, 0–1% faster at D = 64. Not made in the kernel.
+  no spills, no more barriers (``lab/gluon_bwd_compile --variant``, on the kernel before its causal launch
+  order; on today's ptxas spills a little at D = 128 causal). Timed on an H100 (the same log): 3–4% slower at
+  D = 128, full and causal, 0–1% faster at D = 64. Not made in the kernel.
 
 Backward, "causal order: head groups, longest first": causally the key block's CTAs do unequal work (key block n
 sees the query blocks from 2n on), and the grid launches each head's key blocks in turn, so a head's longest CTA
 can start late and run alone at the end. A model of the hardware's hand-out (each CTA to the SM that frees first,
-a CTA's cost its query blocks plus one) puts the current order 7% over the ideal at S = 4096, 64 heads; heads in
+a CTA's cost its query blocks plus one) put that order 7% past the ideal at S = 4096, 64 heads; heads in
 groups of four, each group's key blocks longest first, within 0.1% of it. The groups keep what the CTAs running
 together read (Q, dO and dQ's fp32 sums of a few heads) within 16 MiB of L2, as the forward's causal tile order
 does. Prediction: the causal backward 4–6% faster; full attention is untouched. Timed on an H100 (the probe,
