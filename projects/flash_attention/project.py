@@ -40,12 +40,12 @@ STAGES = (
         "--backend", "triton,gluon_lean,gluon_under_pv,gluon_persistent", limit_s=80, default=False,
         what="ncu on the Triton forward and three of the Gluon forward's schedules at the headline shape",
         env={"GPUFOLIO_FA_FWD": "128,128,8,3"}),
-    # The Gluon backward's kernel alone (its forward is the persistent Gluon one, which does not tune).
     # The committed backward's main kernel (first launch) beside lab/variants.py's "dV before dPᵀ's wait" (second).
     ncu("ncu_gluon_bwd_variant", "_attn_bwd_ws_kernel", 2,
         (*NCU_SECTIONS, "SchedulerStats", "InstructionStats"),
         *PROFILE, "--bwd", "--backend", "gluon_bwd,gluon_bwd@dV before dPᵀ's wait", limit_s=150, default=False,
         what="ncu on the Gluon backward as committed and with dV's wgmma before the wait on dPᵀ"),
+    # The Gluon backward's kernel alone (its forward is the persistent Gluon one, which does not tune).
     ncu("ncu_gluon_bwd", "_attn_bwd_ws_kernel", 1,
         (*NCU_SECTIONS, "SchedulerStats", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables"),
         *PROFILE, "--bwd", "--backend", "gluon_bwd", limit_s=60, default=False,

@@ -29,7 +29,8 @@ CASES = [
 
 
 def check_case(B: int, H: int, S: int, D: int, causal: bool, pingpong: bool, overlap: bool,
-               lean: bool = False, under_pv: bool = False, persistent: bool = False, variant: str | None = None) -> bool:
+               lean: bool = False, under_pv: bool = False, persistent: bool = False,
+               variant: str | None = None) -> bool:
     """One case held to the rule: the kernel as committed, or ``variant`` (a name in ``variants.FWD_VARIANTS``)."""
     import torch
     from gpufolio.api import FlashRule

@@ -54,9 +54,10 @@ def _print_row(cells: tuple, ok: bool, call, flops: float) -> None:
           flush=True)
 
 
-def _label(setting: dict) -> str:
-    """A setting as its table entries, 'STAGES=3 DQ_FIRST=True'; {} is the kernel as committed."""
-    return " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
+def _label(setting: dict, variant: str | None = None) -> str:
+    """A setting as its table entries and variant, 'STAGES=3 DQ_FIRST=True'; {} is the kernel as committed."""
+    tables = " ".join(f"{name}={value}" for name, value in setting.items()) or "as committed"
+    return tables + (f" {variant}" if variant else "")
 
 
 @contextlib.contextmanager
@@ -117,8 +118,7 @@ def probe_forward_settings() -> int:
                             return fwd.gluon_attention_fwd(q, k, v, causal=causal, **flags)
 
                         schedule = "persistent" if persistent else "under_pv"
-                        label = _label(setting) + (f" {variant}" if variant else "")
-                        _print_row((D, causal, schedule, label), ok, call, _fwd_flops(D, causal))
+                        _print_row((D, causal, schedule, _label(setting, variant)), ok, call, _fwd_flops(D, causal))
     return 0
 
 
@@ -141,8 +141,7 @@ def probe_backward() -> int:
                 def call(q=q, k=k, v=v, do=do, o=o, lse=lse, causal=causal, bwd=backward(variant)):
                     return bwd.gluon_attention_bwd(do, q, k, v, o, lse, causal=causal)
 
-                label = _label(setting) + (f" {variant}" if variant else "")
-                _print_row((D, causal, label), ok, call, 2.5 * _fwd_flops(D, causal))
+                _print_row((D, causal, _label(setting, variant)), ok, call, 2.5 * _fwd_flops(D, causal))
     return 0
 
 

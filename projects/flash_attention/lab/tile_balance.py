@@ -52,13 +52,19 @@ def bwd_costs(seqlen: int, n_bh: int, group: int) -> list[int]:
     return [n_qb - 2 * n + 1 for g in range(0, n_bh, group) for n in range(n_kb) for _ in range(min(group, n_bh - g))]
 
 
+def bwd_group(seqlen: int, head_dim: int, n_bh: int) -> int:
+    """Heads per causal group, as ``gluon_bwd.gluon_attention_bwd`` sets ``GROUP``: as many as keep their Q and dO
+    (bf16) and dQ's fp32 sums within ``GROUP_BYTES`` of L2. (The launcher computes it inline; a change to one
+    is a change to both.)"""
+    return max(1, min(n_bh, to.GROUP_BYTES // (seqlen * head_dim * (2 + 2 + 4))))
+
+
 def main_bwd(sms: int) -> None:
     print(f"causal backward, batch·S = 16k tokens, 16 heads, D = 128, {sms} SMs: last SM's end / the ideal")
     print(f"{'S':>6} {'heads/group':>11} {'head after head':>16} {'head groups':>12}")
     for seqlen in (1024, 2048, 4096, 8192, 16384):
         n_bh = 16 * (16384 // seqlen)
-        # As gluon_bwd's launcher groups causal heads: Q, dO (bf16) and dQ's fp32 sums within GROUP_BYTES.
-        group = max(1, min(n_bh, to.GROUP_BYTES // (seqlen * 128 * (2 + 2 + 4))))
+        group = bwd_group(seqlen, 128, n_bh)
         ideal = sum(bwd_costs(seqlen, n_bh, 1)) / sms
         print(f"{seqlen:>6} {group:>11} {list_schedule_end(bwd_costs(seqlen, n_bh, 1), sms) / ideal:>16.3f} "
               f"{list_schedule_end(bwd_costs(seqlen, n_bh, group), sms) / ideal:>12.3f}")

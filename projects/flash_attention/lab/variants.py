@@ -21,7 +21,7 @@ kernel runs 0 or 1 of its 32 exponentials per query block under dPᵀ. Two ways 
   softmax under P·V. ptxas then sinks the exponentials below it instead at D = 128 in full attention (2 and 0
   under dPᵀ), and adds a warpgroup barrier; not timed.
 - "dV before dPᵀ's wait": Pᵀ cast and dV's wgmma issued straight after the exponentials, then dPᵀ waited out
-  with dV still in flight (dSᵀ, which needs dPᵀ, after it). The issue reads Pᵀ's registers, so the exponentials
+  with dV still in flight (dSᵀ, which needs dPᵀ, after it). That wgmma reads Pᵀ's registers, so the exponentials
   cannot move below it, and dV's wgmma starts a step earlier. All 32 exponentials under dPᵀ in every setting,
   no spills, no more barriers (``lab/gluon_bwd_compile --variant``, on the kernel before its causal launch
   order; on today's ptxas spills a little at D = 128 causal). Timed on an H100 (the same log): 3–4% slower at

@@ -11,7 +11,7 @@ import torch
 from gpufolio_projects.flash_attention import attention, bench
 from gpufolio_projects.flash_attention.attention import BACKENDS, GLUON_SCHEDULES, flash_attention
 from gpufolio_projects.flash_attention.kernels import gluon_bwd, gluon_fwd
-from gpufolio_projects.flash_attention.lab import gluon_protocol
+from gpufolio_projects.flash_attention.lab import gluon_protocol, tile_balance
 from gpufolio_projects.flash_attention.tests.helpers import check_flash_rule, make_qkv
 
 
@@ -239,7 +239,7 @@ def test_the_causal_backward_in_head_groups_covers_every_key_block_once():
     # At S = 8192, D = 128 a causal group holds two heads, so three heads make a full group and a smaller last
     # one; a key block run twice or never shows up in dk and dv.
     q, k, v = make_qkv(1, 3, 3, 8192, 8192, 128, torch.bfloat16, device="cuda", grad=True)
-    assert gluon_bwd.tile_order.GROUP_BYTES // (8192 * 128 * 8) == 2
+    assert tile_balance.bwd_group(8192, 128, 3) == 2
     do = torch.randn_like(q)
     out = flash_attention(q, k, v, causal=True, backend="gluon_bwd")
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
