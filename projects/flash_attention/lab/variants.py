@@ -60,21 +60,81 @@ BWD_VARIANTS = {
          "        pt = gl.exp2(z)\n"
          "        mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)  # complete already: a block boundary\n"),
     ],
-    "dV before dPᵀ's wait": [
-        ("""        pt = gl.exp2(z)
-        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_h, do_t])[0]
-        # dSᵀ before dV's wgmma is issued, so Pᵀ and dPᵀ in fp32 die before dV's accumulator is in flight.
-        ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
-        pt_op = gl.convert_layout(pt.to(dtype), op_layout)
-        dv = hopper.warpgroup_mma(pt_op, do, dv, is_async=True)
-""", """        pt = gl.exp2(z)
-        pt_op = gl.convert_layout(pt.to(dtype), op_layout)
-        dv = hopper.warpgroup_mma(pt_op, do, dv, is_async=True)
-        dpt = hopper.warpgroup_mma_wait(1, deps=[dpt, v_h, do_t])[0]
-        ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
-"""),
-    ],
 }
+
+# The consumers hand their dQ tiles to a warp of its own (FlashAttention-3's and -4's dQ writer) through
+# mbarriers, where each issued its reduce-add itself between two warpgroup barriers, after waiting out its last.
+_DQ_WRITER = """@gluon.jit
+def _dq_writer(dq_desc, dq_smem, dq_full, dq_free, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, GROUP: gl.constexpr, TILES: gl.constexpr):
+    # Per query block c, each consumer's dQ tile (tile pair c % TILES) into its fp32 sums once the consumer has
+    # written and fenced it; the pair is handed back on dq_free[c % TILES] once both reduces have read it.
+    DQ_COLS: gl.constexpr = HEAD_DIM // 2
+    n_block, bh = _key_block_of(GROUP, CAUSAL)
+    n_qblocks = gl.cdiv(seqlen, BLOCK_M)
+    first, end = _query_blocks(n_block, seqlen, BLOCK_M, BLOCK_N, CAUSAL)
+    for i in range(first, end):
+        c = i - first
+        for h in gl.static_range(2):
+            mbarrier.wait(dq_full.index(h), c & 1)
+            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0], dq_smem.index((c % TILES) * 2 + h))
+        tma.store_wait(0)
+        mbarrier.arrive(dq_free.index(c % TILES))
+
+
+@gluon.jit
+def _attn_bwd_ws_kernel("""
+
+
+def _dq_writer_edits(tiles: int) -> list[tuple[str, str]]:
+    """The dQ writer with ``tiles`` pairs of dQ tiles: 1, released on a barrier of its own (``dq_empty[0]``),
+    which both consumers wait on before their dQ wgmma; 2, released on ``ds_empty`` of the same query block (one
+    more arrival), which the consumers already wait on before writing dS two blocks later."""
+    free = "dq_empty" if tiles == 1 else "ds_empty"
+    edits = [
+        ("qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,",
+         "qdo_empty, ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale,\n"
+         "              HALF: gl.constexpr,"),
+        ("    dq_buf = dq_smem.index(HALF)\n", ""),
+        ("""        tma.store_wait(0)
+        gl.thread_barrier()
+        dq_buf.store(_fragment_order(dq, DQ_COLS))
+        hopper.fence_async_shared()
+        gl.thread_barrier()
+        _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
+""", f"""        dq_smem.index((c % {tiles}) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
+        hopper.fence_async_shared()
+        _arrive(dq_full.index(HALF), True)
+"""),
+        ("    tma.store_wait(0)\n\n    # Epilogue: keys", "\n    # Epilogue: keys"),
+        ("@gluon.jit\ndef _attn_bwd_ws_kernel(", _DQ_WRITER),
+        ("gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)", f"gl.float32, [{2 * tiles}, HEAD_DIM // 2, 64], dq_desc.layout)"),
+        ("    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n",
+         "    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
+         "    dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
+         "    dq_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"),
+        ("        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS)\n",
+         f"        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS + {tiles - 1})\n"
+         "        mbarrier.init(dq_full.index(i), count=CONSUMER_THREADS)\n"
+         "        mbarrier.init(dq_empty.index(i), count=1)\n"),
+        ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,",
+         "ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,"),
+        ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,",
+         "ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,"),
+        ("""                     CAUSAL, GROUP)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])""", f"""                     CAUSAL, GROUP)),
+        (_dq_writer, (dq_desc, dq_smem, dq_full, {free}, seqlen, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, GROUP, {tiles})),
+    ], [4, 1, 1], [CONSUMER_REGS, PRODUCER_REGS, PRODUCER_REGS])"""),
+    ]
+    if tiles == 1:  # waited for before dQ's wgmma, while dQ holds no registers
+        edits.append(("        mbarrier.wait(ds_full.index(b), (c // 2) & 1)\n",
+                      "        mbarrier.wait(dq_empty.index(0), (c & 1) ^ 1)  # the last reduce has read the tile\n"
+                      "        mbarrier.wait(ds_full.index(b), (c // 2) & 1)\n"))
+    return edits
+
+
+BWD_VARIANTS["dQ writer warp"] = _dq_writer_edits(1)
+BWD_VARIANTS["dQ writer warp, two tiles"] = _dq_writer_edits(2)
 
 
 @functools.cache
