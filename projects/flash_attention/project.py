@@ -63,7 +63,7 @@ STAGES = (
            what="the Gluon forward's K/V ring depth: checked, then timed (lab numbers, not records)"),
     module("gluon_fwd_settings", f"{LAB}.gluon_probe", "--fwd-settings", limit_s=200, default=False,
            what="settings of the softmax-under-P·V and persistent forwards (lab/gluon_probe.py): checked, then timed"),
-    module("gluon_bwd_settings", f"{LAB}.gluon_probe", "--bwd", limit_s=240, default=False,
+    module("gluon_bwd_settings", f"{LAB}.gluon_probe", "--bwd", limit_s=420, default=False,
            what="settings of the Gluon backward (lab/gluon_probe.py): checked, then timed (lab numbers, not records)"),
     gpu_tests("tests", "projects/flash_attention", "-q", "-rfE", limit_s=300),
     # The Gluon forward and backward held to FlashAttention's rule (PASS/FAIL per case; nothing timed).

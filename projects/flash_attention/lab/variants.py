@@ -86,10 +86,13 @@ def _dq_writer(dq_desc, dq_smem, dq_full, dq_free, seqlen, BLOCK_M: gl.constexpr
 def _attn_bwd_ws_kernel("""
 
 
-def _dq_writer_edits(tiles: int) -> list[tuple[str, str]]:
+def _dq_writer_edits(tiles: int, per_thread: bool = True) -> list[tuple[str, str]]:
     """The dQ writer with ``tiles`` pairs of dQ tiles: 1, released on a barrier of its own (``dq_empty[0]``),
     which both consumers wait on before their dQ wgmma; 2, released on ``ds_empty`` of the same query block (one
-    more arrival), which the consumers already wait on before writing dS two blocks later."""
+    more arrival), which the consumers already wait on before writing dS two blocks later. A consumer hands its
+    tile over with each thread's own arrive (``per_thread``, as the kernel's other consumer arrives: at D = 128
+    ptxas then spills a few loop-invariant wgmma descriptors, ``lab/gluon_bwd_compile --variant``) or with a
+    warpgroup barrier and one thread's arrive (no spills)."""
     free = "dq_empty" if tiles == 1 else "ds_empty"
     edits = [
         ("qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,",
@@ -104,7 +107,7 @@ def _dq_writer_edits(tiles: int) -> list[tuple[str, str]]:
         _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
 """, f"""        dq_smem.index((c % {tiles}) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
         hopper.fence_async_shared()
-        _arrive(dq_full.index(HALF), True)
+        _arrive(dq_full.index(HALF), {per_thread})
 """),
         ("    tma.store_wait(0)\n\n    # Epilogue: keys", "\n    # Epilogue: keys"),
         ("@gluon.jit\ndef _attn_bwd_ws_kernel(", _DQ_WRITER),
@@ -115,7 +118,7 @@ def _dq_writer_edits(tiles: int) -> list[tuple[str, str]]:
          "    dq_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"),
         ("        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS)\n",
          f"        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS + {tiles - 1})\n"
-         "        mbarrier.init(dq_full.index(i), count=CONSUMER_THREADS)\n"
+         f"        mbarrier.init(dq_full.index(i), count={'CONSUMER_THREADS' if per_thread else 1})\n"
          "        mbarrier.init(dq_empty.index(i), count=1)\n"),
         ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,",
          "ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,"),
@@ -135,6 +138,7 @@ def _dq_writer_edits(tiles: int) -> list[tuple[str, str]]:
 
 BWD_VARIANTS["dQ writer warp"] = _dq_writer_edits(1)
 BWD_VARIANTS["dQ writer warp, two tiles"] = _dq_writer_edits(2)
+BWD_VARIANTS["dQ writer warp, two tiles, warpgroup arrive"] = _dq_writer_edits(2, per_thread=False)
 
 
 @functools.cache
