@@ -36,6 +36,16 @@ together read (Q, dO and dQ's fp32 sums of a few heads) within 16 MiB of L2, as 
 does. Prediction: the causal backward 4–6% faster; full attention is untouched. Timed on an H100 (the probe,
 ``evidence/2026-12-05-gluon-bwd-causal-order-probe-h100.log``): 3.5% faster at D = 128, 4.2% at D = 64. Made in
 the kernel (``gluon_bwd._key_block_of``), so no longer a variant here.
+
+Backward, the dQ writer warp: each consumer writes its dQ tile, fences it and arrives on ``dq_full``; a warp of
+its own issues the reduce-adds and hands the tiles back once read, so a consumer neither waits for its previous
+reduce nor passes the two warpgroup barriers around its own. An earlier try gave the reduce-adds to the producer
+warp, behind named barriers, and measured level or slower (README, "Fewer waits on the consumers' side"); here
+the producer keeps only its loads. Three forms: one tile pair, released on a barrier of its own; two, released
+with dS on ``ds_empty``, so the consumers wait on nothing new (225 KiB of shared memory at D = 128); and two with
+the hand-over by a warpgroup barrier and one arrive. ptxas spills a few loop-invariant wgmma descriptors at
+D = 128 in the first two (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``), not in the third.
+``lab/gluon_bwd_protocol --writer 1|2`` plays their barriers.
 """
 from __future__ import annotations
 
