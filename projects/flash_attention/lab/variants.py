@@ -45,7 +45,7 @@ the producer keeps only its loads. Three forms: one tile pair, released on a bar
 with dS on ``ds_empty``, so the consumers wait on nothing new (225 KiB of shared memory at D = 128); and two with
 the hand-over by a warpgroup barrier and one arrive. ptxas spills a few loop-invariant wgmma descriptors at
 D = 128 in the first two (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``), not in the third.
-``lab/gluon_bwd_protocol --writer 1|2`` plays their barriers.
+``lab/gluon_bwd_protocol --writer 1|2`` plays their barriers. The probe times the two-pair forms.
 """
 from __future__ import annotations
 
