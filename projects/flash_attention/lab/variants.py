@@ -70,6 +70,20 @@ BWD_VARIANTS = {
          "        pt = gl.exp2(z)\n"
          "        mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)  # complete already: a block boundary\n"),
     ],
+    "dV before dPᵀ's wait": [
+        ("""        pt = gl.exp2(z)
+        dpt = hopper.warpgroup_mma_wait(0, deps=[dpt, v_h, do_t])[0]
+        # dSᵀ before dV's wgmma is issued, so Pᵀ and dPᵀ in fp32 die before dV's accumulator is in flight.
+        ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
+        pt_op = gl.convert_layout(pt.to(dtype), op_layout)
+        dv = hopper.warpgroup_mma(pt_op, do, dv, is_async=True)
+""", """        pt = gl.exp2(z)
+        pt_op = gl.convert_layout(pt.to(dtype), op_layout)
+        dv = hopper.warpgroup_mma(pt_op, do, dv, is_async=True)
+        dpt = hopper.warpgroup_mma_wait(1, deps=[dpt, v_h, do_t])[0]
+        ds = (pt * (dpt - delta_smem.index(s).load(q_cols_layout)[None, :])).to(dtype)
+"""),
+    ],
 }
 
 # The consumers hand their dQ tiles to a warp of its own (FlashAttention-3's and -4's dQ writer) through
@@ -87,7 +101,8 @@ def _dq_writer(dq_desc, dq_smem, dq_full, dq_free, seqlen, BLOCK_M: gl.constexpr
         c = i - first
         for h in gl.static_range(2):
             mbarrier.wait(dq_full.index(h), c & 1)
-            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0], dq_smem.index((c % TILES) * 2 + h))
+            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0],
+                            dq_smem.index((c % TILES) * 2 + h))
         tma.store_wait(0)
         mbarrier.arrive(dq_free.index(c % TILES))
 
@@ -121,7 +136,8 @@ def _dq_writer_edits(tiles: int, per_thread: bool = True) -> list[tuple[str, str
 """),
         ("    tma.store_wait(0)\n\n    # Epilogue: keys", "\n    # Epilogue: keys"),
         ("@gluon.jit\ndef _attn_bwd_ws_kernel(", _DQ_WRITER),
-        ("gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)", f"gl.float32, [{2 * tiles}, HEAD_DIM // 2, 64], dq_desc.layout)"),
+        ("gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)",
+         f"gl.float32, [{2 * tiles}, HEAD_DIM // 2, 64], dq_desc.layout)"),
         ("    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n",
          "    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
          "    dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
