@@ -41,11 +41,12 @@ Backward, the dQ writer warp: each consumer writes its dQ tile, fences it and ar
 its own issues the reduce-adds and hands the tiles back once read, so a consumer neither waits for its previous
 reduce nor passes the two warpgroup barriers around its own. An earlier try gave the reduce-adds to the producer
 warp, behind named barriers, and measured level or slower (README, "Fewer waits on the consumers' side"); here
-the producer keeps only its loads. Three forms: one tile pair, released on a barrier of its own; two, released
-with dS on ``ds_empty``, so the consumers wait on nothing new (225 KiB of shared memory at D = 128); and two with
-the hand-over by a warpgroup barrier and one arrive. ptxas spills a few loop-invariant wgmma descriptors at
-D = 128 in the first two (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``), not in the third.
-``lab/gluon_bwd_protocol --writer 1|2`` plays their barriers. The probe times the two-pair forms.
+the producer keeps only its loads. Two pairs of dQ tiles, released with dS on ``ds_empty``, so the consumers
+wait on nothing new (225 KiB of shared memory at D = 128), and two forms of the hand-over: each thread's own
+arrive, with which ptxas spills a few loop-invariant wgmma descriptors at D = 128, or a warpgroup barrier and one
+arrive, with none (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``, which also holds a
+one-pair form since dropped: it spilled as the first does). ``lab/gluon_bwd_protocol --writer`` plays their
+barriers.
 """
 from __future__ import annotations
 
@@ -89,10 +90,10 @@ BWD_VARIANTS = {
 # The consumers hand their dQ tiles to a warp of its own (FlashAttention-3's and -4's dQ writer) through
 # mbarriers, where each issued its reduce-add itself between two warpgroup barriers, after waiting out its last.
 _DQ_WRITER = """@gluon.jit
-def _dq_writer(dq_desc, dq_smem, dq_full, dq_free, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, GROUP: gl.constexpr, TILES: gl.constexpr):
-    # Per query block c, each consumer's dQ tile (tile pair c % TILES) into its fp32 sums once the consumer has
-    # written and fenced it; the pair is handed back on dq_free[c % TILES] once both reduces have read it.
+def _dq_writer(dq_desc, dq_smem, dq_full, ds_empty, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, GROUP: gl.constexpr):
+    # Per query block c, each consumer's dQ tile (tile pair c % 2) into its fp32 sums once the consumer has written
+    # and fenced it; the pair is handed back with dS buffer c % 2 (ds_empty) once both reduces have read it.
     DQ_COLS: gl.constexpr = HEAD_DIM // 2
     n_block, bh = _key_block_of(GROUP, CAUSAL)
     n_qblocks = gl.cdiv(seqlen, BLOCK_M)
@@ -101,27 +102,24 @@ def _dq_writer(dq_desc, dq_smem, dq_full, dq_free, seqlen, BLOCK_M: gl.constexpr
         c = i - first
         for h in gl.static_range(2):
             mbarrier.wait(dq_full.index(h), c & 1)
-            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0],
-                            dq_smem.index((c % TILES) * 2 + h))
+            _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0], dq_smem.index((c % 2) * 2 + h))
         tma.store_wait(0)
-        mbarrier.arrive(dq_free.index(c % TILES))
+        mbarrier.arrive(ds_empty.index(c % 2))
 
 
 @gluon.jit
 def _attn_bwd_ws_kernel("""
 
 
-def _dq_writer_edits(tiles: int, per_thread: bool = True) -> list[tuple[str, str]]:
-    """The dQ writer with ``tiles`` pairs of dQ tiles: 1, released on a barrier of its own (``dq_empty[0]``),
-    which both consumers wait on before their dQ wgmma; 2, released on ``ds_empty`` of the same query block (one
-    more arrival), which the consumers already wait on before writing dS two blocks later. A consumer hands its
-    tile over with each thread's own arrive (``per_thread``, as the kernel's other consumer arrives: at D = 128
-    ptxas then spills a few loop-invariant wgmma descriptors, ``lab/gluon_bwd_compile --variant``) or with a
-    warpgroup barrier and one thread's arrive (no spills)."""
-    free = "dq_empty" if tiles == 1 else "ds_empty"
-    edits = [
+def _dq_writer_edits(per_thread: bool) -> list[tuple[str, str]]:
+    """The dQ writer with two pairs of dQ tiles, pair c % 2 released on ``ds_empty`` of query block c (one more
+    arrival), which the consumers already wait on before writing dS two blocks later, so they wait on nothing
+    new. A consumer hands its tile over with each thread's own arrive (``per_thread``, as the kernel's other
+    consumer arrives: at D = 128 ptxas then spills a few loop-invariant wgmma descriptors, ``lab/gluon_bwd_compile
+    --variant``) or with a warpgroup barrier and one thread's arrive (no spills)."""
+    return [
         ("qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,",
-         "qdo_empty, ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale,\n"
+         "qdo_empty, ds_full, ds_empty, dq_full, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale,\n"
          "              HALF: gl.constexpr,"),
         ("    dq_buf = dq_smem.index(HALF)\n", ""),
         ("""        tma.store_wait(0)
@@ -130,41 +128,32 @@ def _dq_writer_edits(tiles: int, per_thread: bool = True) -> list[tuple[str, str
         hopper.fence_async_shared()
         gl.thread_barrier()
         _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
-""", f"""        dq_smem.index((c % {tiles}) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
+""", f"""        dq_smem.index((c % 2) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
         hopper.fence_async_shared()
         _arrive(dq_full.index(HALF), {per_thread})
 """),
         ("    tma.store_wait(0)\n\n    # Epilogue: keys", "\n    # Epilogue: keys"),
         ("@gluon.jit\ndef _attn_bwd_ws_kernel(", _DQ_WRITER),
-        ("gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)",
-         f"gl.float32, [{2 * tiles}, HEAD_DIM // 2, 64], dq_desc.layout)"),
+        ("gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)", "gl.float32, [4, HEAD_DIM // 2, 64], dq_desc.layout)"),
         ("    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n",
          "    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
-         "    dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
-         "    dq_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"),
+         "    dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"),
         ("        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS)\n",
-         f"        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS + {tiles - 1})\n"
-         f"        mbarrier.init(dq_full.index(i), count={'CONSUMER_THREADS' if per_thread else 1})\n"
-         "        mbarrier.init(dq_empty.index(i), count=1)\n"),
+         "        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS + 1)\n"
+         f"        mbarrier.init(dq_full.index(i), count={'CONSUMER_THREADS' if per_thread else 1})\n"),
         ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,",
-         "ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,"),
+         "ds_full, ds_empty, dq_full, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,"),
         ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,",
-         "ds_full, ds_empty, dq_full, dq_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,"),
+         "ds_full, ds_empty, dq_full, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,"),
         ("""                     CAUSAL, GROUP)),
-    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])""", f"""                     CAUSAL, GROUP)),
-        (_dq_writer, (dq_desc, dq_smem, dq_full, {free}, seqlen, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, GROUP, {tiles})),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])""", """                     CAUSAL, GROUP)),
+        (_dq_writer, (dq_desc, dq_smem, dq_full, ds_empty, seqlen, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, GROUP)),
     ], [4, 1, 1], [CONSUMER_REGS, PRODUCER_REGS, PRODUCER_REGS])"""),
     ]
-    if tiles == 1:  # waited for before dQ's wgmma, while dQ holds no registers
-        edits.append(("        mbarrier.wait(ds_full.index(b), (c // 2) & 1)\n",
-                      "        mbarrier.wait(dq_empty.index(0), (c & 1) ^ 1)  # the last reduce has read the tile\n"
-                      "        mbarrier.wait(ds_full.index(b), (c // 2) & 1)\n"))
-    return edits
 
 
-BWD_VARIANTS["dQ writer warp"] = _dq_writer_edits(1)
-BWD_VARIANTS["dQ writer warp, two tiles"] = _dq_writer_edits(2)
-BWD_VARIANTS["dQ writer warp, two tiles, warpgroup arrive"] = _dq_writer_edits(2, per_thread=False)
+BWD_VARIANTS["dQ writer warp, two tiles"] = _dq_writer_edits(per_thread=True)
+BWD_VARIANTS["dQ writer warp, two tiles, warpgroup arrive"] = _dq_writer_edits(per_thread=False)
 
 
 @functools.cache
