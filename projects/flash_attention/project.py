@@ -45,6 +45,15 @@ STAGES = (
         (*NCU_SECTIONS, "SchedulerStats", "InstructionStats"),
         *PROFILE, "--bwd", "--backend", "gluon_bwd,gluon_bwd@dV before dPᵀ's wait", limit_s=150, default=False,
         what="ncu on the Gluon backward as committed and with dV's wgmma before the wait on dPᵀ"),
+    # The committed backward beside the dQ writer warp's two forms (lab/variants.py), at D = 128 and D = 64: the
+    # instructions each executes and where its warps stall, for why the writer wins at one setting only.
+    *(ncu(f"ncu_gluon_bwd_writer_d{d}", "_attn_bwd_ws_kernel", 3,
+          (*NCU_SECTIONS, "SchedulerStats", "InstructionStats"),
+          "{python}", "-m", f"{LAB}.profile", "--S", "4096", "--D", str(d), "--reps", "1", "--bwd", "--backend",
+          "gluon_bwd,gluon_bwd@dQ writer warp, two tiles,gluon_bwd@dQ writer warp, two tiles, warpgroup arrive",
+          limit_s=150, default=False,
+          what=f"ncu on the Gluon backward as committed and with the dQ writer warp's two forms, D = {d}")
+      for d in (128, 64)),
     # The Gluon backward's kernel alone (its forward is the persistent Gluon one, which does not tune).
     ncu("ncu_gluon_bwd", "_attn_bwd_ws_kernel", 1,
         (*NCU_SECTIONS, "SchedulerStats", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables"),

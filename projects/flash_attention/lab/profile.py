@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 
 
 def main() -> None:
@@ -46,7 +47,8 @@ def main() -> None:
     q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=a.bwd) for _ in range(3))
     do = torch.randn(shape, device="cuda", dtype=dtype)
     params = bench._params(a.S, a.D, a.causal, a.dtype, B=shape[0], H=a.H)
-    for backend in a.backend.split(","):
+    # Commas followed by a space belong to a variant's name ("gluon_bwd@dQ writer warp, two tiles").
+    for backend in re.split(r",(?! )", a.backend):
         if backend.startswith("gluon_bwd@"):
             _profile_bwd_variant(backend.partition("@")[2], q.detach(), k.detach(), v.detach(), do, a)
             continue
