@@ -6,9 +6,15 @@ Between event-timed reps the L2 is flushed by writing a buffer larger than it (t
 inputs are not served from cache; the flush itself sits outside the timed region.
 
 ``prepare(i, n)`` runs before timed rep ``i`` of ``n``, outside the timed region: the worker refreshes the
-inputs in place there (new values, same storage) and readies the check of the last rep. With events timing a
-short device-side wait follows it, so the host work of ``prepare`` never leaves the GPU idle in front of the
-timed call (an idle queue would add launch latency to small kernels' times).
+inputs in place there (new values, same storage) and readies the check of the last rep.
+
+With events timing, a device-side wait (``torch.cuda._sleep``) sits between the flush and each rep's start
+event, so the whole call is queued before the GPU reaches it. Otherwise the GPU idles after the start event
+while the host is still queueing, and the host's cost is timed as the kernel's: a Python launcher that builds
+tensor descriptors, or autograd's backward, can take longer to queue than a small kernel takes to run, more so
+on a slow or busy host. The wait is sized from the call itself: 1.5x the longest host time to queue it, measured
+after warm-up, and never under ~50 us (the time ``prepare`` and the flush need). The stats keep that host time
+(``host_ms``) and the wait (``gap_ms``), so a record shows how close to host-bound its call was.
 """
 from __future__ import annotations
 
@@ -16,11 +22,16 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 L2_FLUSH_BYTES = 256 * 2**20
-# Device cycles the stream waits after ``prepare`` (~50 us at 2 GHz), while the host queues the timed call.
-PREPARE_GAP_CYCLES = 100_000
+# The device-side wait in front of each timed call: at least MIN_GAP_MS, HOST_MARGIN times the longest host time
+# to queue the call, at most MAX_GAP_MS (past that the call is host-bound whatever the wait, and the bench would
+# spend most of its time waiting).
+MIN_GAP_MS = 0.05
+HOST_MARGIN = 1.5
+MAX_GAP_MS = 5.0
+HOST_SAMPLES = 5
 
 Prepare = Callable[[int, int], None]
 
@@ -34,9 +45,11 @@ class Stats:
     max_ms: float
     n: int
     method: str
+    host_ms: float | None = None  # events timing: the longest host time to queue one call (HOST_SAMPLES tries)
+    gap_ms: float | None = None  # events timing: the device-side wait in front of each timed call
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def _quantile(sorted_vals: list[float], q: float) -> float:
@@ -91,6 +104,39 @@ def time_wall(fn: Callable[[], object], *, warmup_ms: float = 100, rep_ms: float
     return summarize(samples, "wall")
 
 
+def host_queue_ms(call: Callable[[], object], sync: Callable[[], None], n: int = HOST_SAMPLES,
+                  clock: Callable[[], float] = time.perf_counter) -> float:
+    """The longest of ``n`` host times to queue ``call``, each from an idle device (synchronised first, so a full
+    launch queue never holds the host back and its wait is not counted)."""
+    worst = 0.0
+    for _ in range(n):
+        sync()
+        t0 = clock()
+        call()
+        worst = max(worst, clock() - t0)
+    sync()
+    return worst * 1e3
+
+
+def gap_for(host_ms: float) -> float:
+    """The device-side wait (ms) in front of a timed call that takes ``host_ms`` to queue."""
+    return min(max(MIN_GAP_MS, HOST_MARGIN * host_ms), MAX_GAP_MS)
+
+
+def _sleep_cycles_per_ms() -> float:
+    """``torch.cuda._sleep`` spins for clock cycles: how many make a millisecond at the clock the GPU runs now."""
+    import torch
+
+    cycles = 1_000_000
+    torch.cuda._sleep(cycles)  # first, to raise the clock from idle
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    return cycles / max(start.elapsed_time(end), 1e-6)
+
+
 def _cuda_sync_or_noop() -> Callable[[], None]:
     try:
         import torch
@@ -140,17 +186,22 @@ def time_events(fn: Callable[[], object], *, warmup_ms: float = 100, rep_ms: flo
     n_warm, n_rep = rep_counts(estimate, warmup_ms, rep_ms, warmup_min, min_reps, max_reps)
     for _ in range(n_warm):
         call()
+    host_ms = host_queue_ms(call, torch.cuda.synchronize)
+    gap_ms = gap_for(host_ms)
+    can_sleep = hasattr(torch.cuda, "_sleep")
+    gap_cycles = int(gap_ms * _sleep_cycles_per_ms()) if can_sleep else 0
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
         if prepare is not None:
             prepare(i, n_rep)
         flush()
-        if prepare is not None and hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(PREPARE_GAP_CYCLES)
+        if can_sleep:
+            torch.cuda._sleep(gap_cycles)
         starts[i].record()
         call()
         ends[i].record()
     torch.cuda.synchronize()
     samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
-    return summarize(samples, "cuda_graph_events" if cuda_graph else "cuda_events")
+    stats = summarize(samples, "cuda_graph_events" if cuda_graph else "cuda_events")
+    return replace(stats, host_ms=round(host_ms, 4), gap_ms=round(gap_ms, 4) if can_sleep else 0.0)

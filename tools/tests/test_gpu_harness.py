@@ -30,6 +30,24 @@ def test_events_timing_of_a_copy_matches_bandwidth_order():
     assert g.method == "cuda_graph_events" and g.median_ms > 0
 
 
+def test_events_timing_times_the_kernel_not_a_slow_host_launch():
+    import time
+
+    from gpufolio.timing import time_events
+
+    x = torch.randn(2**20, device="cuda")
+    y = torch.empty_like(x)
+    plain = time_events(lambda: y.copy_(x), rep_ms=50)
+
+    def slow_launch():  # a launcher whose host work (2 ms) far outlasts its kernel (microseconds)
+        time.sleep(0.002)
+        y.copy_(x)
+
+    s = time_events(slow_launch, rep_ms=50)
+    assert s.host_ms >= 2.0 and s.gap_ms > s.host_ms
+    assert s.median_ms < plain.median_ms + 0.2, (s, plain)  # without the wait it would read about 2 ms
+
+
 ON_CUDA = {"baseline": "ok", "good": "ok", "writes_nothing": "failed_correctness", "cached": "failed_correctness",
            "first_call_only": "failed_correctness", "clobbers_inputs": "failed_correctness",
            "replays": "failed_correctness", "declared_state": "ok", "nan_extra_metric": "error", "oom": "oom",

@@ -1,6 +1,6 @@
 """Timing statistics and rep counts on a fake clock."""
 import pytest
-from gpufolio.timing import rep_counts, summarize, time_wall
+from gpufolio.timing import MAX_GAP_MS, MIN_GAP_MS, gap_for, host_queue_ms, rep_counts, summarize, time_wall
 
 
 class FakeClock:
@@ -50,3 +50,21 @@ def test_time_wall_median_ignores_one_outlier():
     s = time_wall(clock.work, warmup_ms=0, rep_ms=0, min_reps=11, max_reps=11, warmup_min=1,
                   sync=lambda: None, clock=clock)
     assert s.median_ms == pytest.approx(1.0) and s.max_ms == pytest.approx(500.0)
+
+
+def test_host_queue_time_is_the_longest_try_each_from_an_idle_device():
+    clock = FakeClock([0.0002, 0.0009, 0.0003])  # the host takes 0.2, 0.9, 0.3 ms to queue the call
+    synced = []
+    ms = host_queue_ms(clock.work, sync=lambda: synced.append(clock.i), n=5, clock=clock)
+    assert ms == pytest.approx(0.9)
+    assert synced == [0, 1, 2, 3, 4, 5]  # a sync before every try and one after the last
+
+
+def test_the_wait_before_a_timed_call_outlasts_its_host_time_within_bounds():
+    assert gap_for(0.0) == MIN_GAP_MS  # room for prepare and the flush even when queueing is free
+    assert gap_for(0.4) == pytest.approx(0.6)  # a heavy launcher: the call is queued before the GPU reaches it
+    assert gap_for(60.0) == MAX_GAP_MS  # host-bound whatever the wait
+
+
+def test_stats_drop_fields_a_method_does_not_measure():
+    assert "host_ms" not in summarize([1.0, 2.0], "wall").as_dict()
