@@ -46,7 +46,9 @@ wait on nothing new (225 KiB of shared memory at D = 128), and two forms of the 
 arrive, with which ptxas spills a few loop-invariant wgmma descriptors at D = 128, or a warpgroup barrier and one
 arrive, with none (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``, which also holds a
 one-pair form since dropped: it spilled as the first does). ``lab/gluon_bwd_protocol --writer`` plays their
-barriers.
+barriers. Timed on an H200, twice (``evidence/2026-12-06-gluon-bwd-dq-writer-probe-h200.log``): the per-thread
+form 1.7–3.4% faster in full attention at D = 128, 2.3% slower causally and 2.5–3.8% slower at D = 64; the
+warpgroup-arrive form level at D = 128 full, slower elsewhere. Not made in the kernel (README, backward).
 """
 from __future__ import annotations
 
