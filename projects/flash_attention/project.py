@@ -32,6 +32,11 @@ STAGES = (
     bench(P, "sweep_fwd_bwd", "--bench", "attention_fwd_bwd", "--variant", "triton_fa", "--variant",
           "gluon_fa_persistent", "--variant", "gluon_fa_bwd", "--variant", "sdpa_cudnn", "--variant", "fa4",
           "--timeout", "90", limit_s=450, default=False, env={**TUNE, "GPUFOLIO_FA_FLEX_S": "4096"}),
+    # Both sweeps' shortest rows alone, where the work per call is closest to the host's time to queue it (S = 512
+    # and 1024): our newest candidates, every baseline beside them, FlexAttention not compiled.
+    bench(P, "sweep_short", "--bench", "attention_fwd", "--bench", "attention_fwd_bwd", "--where", "S=512,1024",
+          "--variant", "gluon_fa_persistent", "--variant", "gluon_fa_bwd", "--variant", "triton_fa",
+          "--timeout", "90", limit_s=300, default=False, env={**TUNE, "GPUFOLIO_FA_FLEX_S": "4096"}),
     module("experiment", "gpufolio_projects.flash_attention.lab.experiment", *EXPERIMENT_CONFIGS, limit_s=30),
     ncu("ncu", "_attn_fwd_kernel|_bwd_dkdv_kernel|_bwd_dq_kernel", 3, NCU_SECTIONS, *PROFILE, "--bwd", limit_s=40,
         what="ncu on the forward, dK/dV and dQ kernels at the headline shape"),

@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--bench", action="append", default=[], metavar="NAME", help="only these bench names")
     b.add_argument("--variant", action="append", default=[], metavar="NAME",
                    help="only these candidates (baselines always run)")
+    b.add_argument("--where", action="append", default=[], metavar="KEY=V[,V]",
+                   help="only configs whose parameter KEY is one of these values, e.g. S=512,1024 (repeatable)")
     mode = b.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="the quick config set (about 2 min per project)")
     mode.add_argument("--dry-run", action="store_true", help="CPU paths at tiny sizes; records marked dry_run")
@@ -93,7 +95,10 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
         raise CliError(str(e.args[0])) from None
     _require_known(projects, args.bench, args.variant)
     mode = "dry" if args.dry_run else "quick" if args.quick else "full"
-    plan = Plan(projects, mode, set(args.bench), set(args.variant))
+    where = _parse_where(args.where)
+    plan = Plan(projects, mode, set(args.bench), set(args.variant), where)
+    if where:
+        _require_known_params(plan, where)
     if not plan.jobs():
         raise CliError(f"nothing to run: no benchmark matches {' '.join(argv)} in mode {mode}")
     command = "python -m gpufolio " + " ".join(shlex.quote(a) for a in recorded_argv(argv))
@@ -126,6 +131,31 @@ def _require_known(projects: list[str], bench_names: list[str], variant_names: l
     if unknown:
         raise CliError(f"unknown variant {', '.join(unknown)} for the selected benches; "
                        f"variants are: {', '.join(sorted(known_variants))}")
+
+
+def _parse_where(items: list[str]) -> dict[str, set[str]]:
+    """``["S=512,1024", "causal=true"]`` -> ``{"S": {"512", "1024"}, "causal": {"true"}}``; a malformed item is a
+    one-line error."""
+    where: dict[str, set[str]] = {}
+    for item in items:
+        key, eq, values = item.partition("=")
+        allowed = {v.strip() for v in values.split(",") if v.strip()}
+        if not eq or not key.strip() or not allowed:
+            raise CliError(f"--where {item!r}: expected KEY=VALUE[,VALUE...], e.g. S=512,1024")
+        where.setdefault(key.strip(), set()).update(allowed)
+    return where
+
+
+def _require_known_params(plan, where: dict[str, set[str]]) -> None:
+    """A --where key that no selected config has is a one-line error naming the keys there are."""
+    from .projects import benches
+
+    keys = {k for p in plan.projects for b in benches(p) if not plan.bench_names or b.name in plan.bench_names
+            for params in b.configs(plan.mode) for k in params}
+    unknown = sorted(set(where) - keys)
+    if unknown:
+        raise CliError(f"--where: no selected config has parameter {', '.join(unknown)}; "
+                       f"parameters are: {', '.join(sorted(keys))}")
 
 
 def cmd_env(args: argparse.Namespace) -> int:

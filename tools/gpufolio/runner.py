@@ -135,6 +135,9 @@ class Plan:
     mode: str  # full | quick | dry
     bench_names: set[str] = field(default_factory=set)
     variant_names: set[str] = field(default_factory=set)
+    # Only configs whose parameter KEY is one of its values (``--where S=512,1024``): re-measuring some rows of a
+    # sweep without running it all. Values compare as text, case-insensitively (``causal=true``).
+    where: dict[str, set[str]] = field(default_factory=dict)
 
     def jobs(self) -> list[dict]:
         """Per bench, per config, all variants back to back: baseline and candidates under the same conditions."""
@@ -146,12 +149,19 @@ class Plan:
                 if self.mode == "dry" and not bench.dry_run_supported:
                     continue
                 for params in bench.configs(self.mode):
+                    if not config_matches(params, self.where):
+                        continue
                     for v in bench.variants:
                         if self.variant_names and v.name not in self.variant_names and v.role != "baseline":
                             continue
                         out.append({"kind": "case", "project": project, "bench": bench.name, "variant": v.name,
                                     "role": v.role, "params": dict(params), "mode": self.mode})
         return out
+
+
+def config_matches(params: dict, where: dict[str, set[str]]) -> bool:
+    """Whether a config's parameters hold one of the allowed values for every key of ``where``."""
+    return all(str(params.get(k)).lower() in {v.lower() for v in allowed} for k, allowed in where.items())
 
 
 def make_record(job: dict, reply: dict, *, run_id: str, env: dict, git: dict, digest: str | None,

@@ -63,3 +63,22 @@ def test_the_recorded_command_names_no_scratch_folder():
     assert recorded_argv(["bench", "--out", "/tmp/lab-x/p", "--quick"]) == ["bench", "--out", "OUT", "--quick"]
     assert recorded_argv(["bench", "--out=/tmp/y"]) == ["bench", "--out=OUT"]
     assert recorded_argv(["bench", "--quick"]) == ["bench", "--quick"]
+
+
+def test_where_keeps_only_the_named_configs():
+    from gpufolio.runner import Plan
+
+    plan = Plan(["flash_attention"], "full", {"attention_fwd"}, set(), {"S": {"512", "1024"}, "causal": {"TRUE"}})
+    jobs = plan.jobs()
+    assert jobs and {j["params"]["S"] for j in jobs} == {512, 1024}
+    assert all(j["params"]["causal"] is True for j in jobs)
+    assert {j["variant"] for j in jobs} == {j["variant"] for j in Plan(["flash_attention"], "full",
+                                                                         {"attention_fwd"}).jobs()}
+
+
+@pytest.mark.parametrize("where, says", [("S", "expected KEY=VALUE"), ("=1", "expected KEY=VALUE"),
+                                         ("S=", "expected KEY=VALUE"), ("seqlen=1024", "no selected config")])
+def test_a_bad_where_is_one_clear_line(capsys, where, says):
+    assert main(["bench", "--project", "flash_attention", "--where", where]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
