@@ -15,7 +15,17 @@ every schedule:
   a buffer only when both halves hold its query block;
 - with a dQ writer warp (``lab/variants.py``'s "dQ writer warp" variants, ``writer``): a consumer writes its dQ
   tile only when no reduce-add is reading it, and a reduce-add reads a tile only when
-  all four of its consumer's warps have written the block it adds.
+  all four of its consumer's warps have written the block it adds. Each writer setting is also played once
+  with the writer lagging as far behind as the protocol lets it (it steps only when nothing else can).
+
+The lagging writer found a deadlock in the writer's first protocol, the one timed on the GPU: one ``dq_full``
+barrier per consumer, arrived on every block. A consumer that finishes two blocks while the writer has not yet
+waited for the first completes two phases, the parity the writer waits for reads as not yet completed, and the
+consumer then waits for a dS buffer only the writer can release. On the GPU the writer polls within a few
+cycles of the arrival, a block takes thousands, so it never hung there; it was a race all the same. With a
+``dq_full`` barrier per tile of each pair (four), a consumer's next arrival on the same barrier is two blocks on,
+behind ``ds_empty``, which the writer arrives on only after it has waited out the phase before
+(``writer_barriers``: 2 as timed, 4 as fixed).
 
 Each wait dropped in turn (``skip``) shows what it guards: without the wait on ``ds_full`` or ``qdo_empty`` the
 checks fail; without the wait on ``ds_empty`` they never do — the next block's ``ds_full`` already orders a
@@ -23,8 +33,8 @@ consumer's dS write after the other's dQ wgmma of two blocks before (each consum
 previous dQ wgmma has been waited out), so that wait is belt and braces.
 
 With the writer, the wait on ``ds_empty`` also guards the dQ tile pair of two blocks before (the writer arrives
-on it once both reduce-adds have read the pair); random schedules rarely reach the overwrite it prevents, so
-dropping it fails no setting here either.
+on it once both reduce-adds have read the pair): random schedules rarely reach the overwrite it prevents, the
+lagging writer does, so dropping it fails the settings of three blocks or more.
 
     python -m gpufolio_projects.flash_attention.lab.gluon_bwd_protocol [--schedules 300]
 """
@@ -52,19 +62,22 @@ class Mma:
 
 class Model:
     def __init__(self, n_blocks: int, stages: int, dq_first: bool = False, seed: int = 0, skip: str | None = None,
-                 writer: bool = False):
+                 writer: bool = False, writer_barriers: int = 4, lagging_writer: bool = False):
         self.n, self.stages, self.skip = n_blocks, stages, skip  # skip: a barrier whose waits are left out
         self.dq_first = dq_first  # the kernel's DQ_FIRST: dQ's wgmma before dK's, dS released before Q/dO
         # A dQ writer warp with two dQ tile pairs, pair i % 2 released on ds_empty with dS (False: each consumer
         # reduces its own tile, as committed).
         self.writer = writer
+        # dq_full barriers: one per consumer (2, as first timed: it can deadlock) or one per tile of each pair (4).
+        self.writer_barriers = writer_barriers
+        self.lagging_writer = lagging_writer
         self.rng = random.Random(seed)
         self.kv_bar = Barrier(1)
         self.ready = {t: [Barrier(1) for _ in range(stages)] for t in ("q", "do")}
         self.qdo_empty = [Barrier(2 * PER) for _ in range(stages)]
         self.ds_full = [Barrier(2 * PER), Barrier(2 * PER)]
         self.ds_empty = [Barrier(2 * PER + writer), Barrier(2 * PER + writer)]
-        self.dq_full = [Barrier(PER), Barrier(PER)]
+        self.dq_full = [Barrier(PER) for _ in range(writer_barriers)]
         self.dq = [[[None] * WARPS for _ in range(2)] for _ in range(2)]  # pair, half, warp -> block
         self.reducing: list = []  # (pair, half) of the reduce-adds reading a tile
         self.held = {t: [None] * stages for t in ("q", "do")}  # block in a slot (None: never, or being written)
@@ -136,7 +149,13 @@ class Model:
         """The writer variants' end of a query block: the consumer's dQ tile written, fenced, handed over."""
         if self.writer:
             yield from self._write_dq(c, w, block)
-            yield from self._arrive(self.dq_full[c])
+            yield from self._arrive(self.dq_full[self._dq_full_index(block, c)])
+
+    def _dq_full_index(self, block: int, half: int) -> int:
+        return (block % 2) * 2 + half if self.writer_barriers == 4 else half
+
+    def _dq_full_parity(self, block: int) -> int:
+        return (block // 2) & 1 if self.writer_barriers == 4 else block & 1
 
     def consumer(self, c: int, w: int):
         yield from self._wait(self.kv_bar, 0)
@@ -179,7 +198,7 @@ class Model:
         for i in range(self.n):
             pair = i % 2
             for h in range(2):
-                yield from self._wait(self.dq_full[h], i & 1)
+                yield from self._wait(self.dq_full[self._dq_full_index(i, h)], self._dq_full_parity(i))
                 yield from self._do(lambda pair=pair, h=h, i=i: self._reduce(pair, h, i))
             yield (lambda: not self.reducing), (lambda: None)  # store_wait(0): both reduces have read their tiles
             yield from self._do(lambda i=i: self.ds_empty[i % 2].arrive())
@@ -238,7 +257,7 @@ class Model:
         agents[("p",)] = self.producer()
         if self.writer:
             agents[("w",)] = self.dq_writer()
-        play(agents, self._events, self.rng, max_steps)
+        play(agents, self._events, self.rng, max_steps, last=("w",) if self.lagging_writer else None)
 
 
 # (query blocks, ring depth, dQ first): the ring is 2 deep at D = 128 (3 as lab/gluon_probe --bwd tries), 4 at
@@ -246,11 +265,16 @@ class Model:
 SETTINGS = [(n, st, dq) for dq in (False, True) for st in (2, 3, 4) for n in (1, 2, 3, 5, 8)]
 
 
-def check(schedules: int, skip: str | None = None, writer: bool = False) -> list[str]:
-    """Every setting under ``schedules`` random schedules; the failures (setting: error)."""
+def check(schedules: int, skip: str | None = None, writer: bool = False, writer_barriers: int = 4) -> list[str]:
+    """Every setting under ``schedules`` random schedules, and with a writer once more with it lagging; the
+    failures (setting: error)."""
     failures = []
     for n, st, dq in SETTINGS:
-        failure = first_failure(functools.partial(Model, n, st, dq, skip=skip, writer=writer), range(schedules))
+        model = functools.partial(Model, n, st, dq, skip=skip, writer=writer, writer_barriers=writer_barriers)
+        failure = first_failure(model, range(schedules))
+        if failure is None and writer:
+            failure = first_failure(functools.partial(model, lagging_writer=True), range(1))
+            failure = failure and f"writer lagging, {failure}"
         if failure:
             failures.append(f"query blocks={n} stages={st} dq first={dq} {failure}")
     return failures
@@ -260,14 +284,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--schedules", type=int, default=300, help="random schedules per setting")
     ap.add_argument("--writer", action="store_true", help="with the dQ writer warp of lab/variants.py")
+    ap.add_argument("--writer-barriers", type=int, choices=(2, 4), default=4,
+                    help="dq_full barriers: 4, one per tile of each pair (as now); 2, one per consumer (as timed)")
     a = ap.parse_args()
-    failures = check(a.schedules, writer=a.writer)
+    failures = check(a.schedules, writer=a.writer, writer_barriers=a.writer_barriers)
     for f in failures:
         print("FAIL", f, flush=True)
     print(f"{'PASS' if not failures else 'FAIL'}: {a.schedules} schedules per setting, {len(failures)} of "
           f"{len(SETTINGS)} settings failed", flush=True)
     for skip in ("ds_full", "qdo_empty", "ds_empty"):
-        caught = check(min(a.schedules, 100), skip=skip, writer=a.writer)
+        caught = check(min(a.schedules, 100), skip=skip, writer=a.writer, writer_barriers=a.writer_barriers)
         print(f"without the waits on {skip}: {len(caught)} of {len(SETTINGS)} settings fail"
               + (f" (first: {caught[0]})" if caught else ""), flush=True)
     return 1 if failures else 0

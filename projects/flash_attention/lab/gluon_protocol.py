@@ -294,10 +294,12 @@ class Model:
         play(agents, self._async_events, self.rng, max_steps)
 
 
-def play(agents: dict, events, rng: random.Random, max_steps: int) -> None:
+def play(agents: dict, events, rng: random.Random, max_steps: int, last=None) -> None:
     """Runs ``agents`` (name -> generator of (ready?, action) steps) to the end, each time picking at random one
     step among the runnable agents' next steps and ``events()`` (completions of in-flight copies and wgmmas).
-    Raises ``ProtocolError`` on a deadlock, or when ``max_steps`` pass without an end."""
+    Agent ``last``, if named, steps only when nothing else can: it lags as far behind as the protocol lets it, a
+    schedule random picks almost never reach. Raises ``ProtocolError`` on a deadlock, or when ``max_steps`` pass
+    without an end."""
     nxt = {name: next(gen) for name, gen in agents.items()}
     for _ in range(max_steps):
         runnable = [name for name, (ready, _) in nxt.items() if ready()]
@@ -306,6 +308,8 @@ def play(agents: dict, events, rng: random.Random, max_steps: int) -> None:
             if nxt:
                 raise ProtocolError(f"deadlock: {sorted(map(str, nxt))} blocked")
             return
+        if len(runnable) + len(pending) > 1 and last in runnable:
+            runnable.remove(last)
         pick = rng.randrange(len(runnable) + len(pending))
         if pick >= len(runnable):
             pending[pick - len(runnable)]()

@@ -43,12 +43,21 @@ reduce nor passes the two warpgroup barriers around its own. An earlier try gave
 warp, behind named barriers, and measured level or slower (README, "Fewer waits on the consumers' side"); here
 the producer keeps only its loads. Two pairs of dQ tiles, released with dS on ``ds_empty``, so the consumers
 wait on nothing new (225 KiB of shared memory at D = 128), and two forms of the hand-over: each thread's own
-arrive, with which ptxas spills a few loop-invariant wgmma descriptors at D = 128, or a warpgroup barrier and one
-arrive, with none (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``, which also holds a
-one-pair form since dropped: it spilled as the first does). ``lab/gluon_bwd_protocol --writer`` plays their
-barriers. Timed on an H200, twice (``evidence/2026-12-06-gluon-bwd-dq-writer-probe-h200.log``): the per-thread
-form 1.7–3.4% faster in full attention at D = 128, 2.3% slower causally and 2.5–3.8% slower at D = 64; the
-warpgroup-arrive form level at D = 128 full, slower elsewhere. Not made in the kernel (README, backward).
+arrive, or a warpgroup barrier and one arrive.
+
+As first written and timed, with one ``dq_full`` barrier per consumer, the writer could deadlock: a consumer two
+blocks ahead of it completes two phases, and the parity the writer waits for reads as not yet complete
+(``lab/gluon_bwd_protocol`` with the writer lagging; on the GPU the writer polls far sooner than a consumer
+finishes a block, so it never hung). Timed in that form on an H200, twice
+(``evidence/2026-12-06-gluon-bwd-dq-writer-probe-h200.log``): the per-thread form 1.7–3.4% faster in full
+attention at D = 128, 2.3% slower causally and 2.5–3.8% slower at D = 64; the warpgroup-arrive form level at
+D = 128 full, slower elsewhere. In that form ptxas spilled a few loop-invariant wgmma descriptors of the
+per-thread form at D = 128 (``evidence/2026-12-05-gluon-bwd-compile-report-dq-writer-warp.txt``).
+
+Now one ``dq_full`` barrier per tile of each pair (four), so a consumer's next arrival on a barrier is two blocks
+on, behind ``ds_empty``. The protocol model passes with the writer lagging, and neither form spills
+(``evidence/2026-12-06-gluon-bwd-compile-report-dq-writer-four-barriers.txt``); not yet timed. Not made in the
+kernel (README, backward).
 """
 from __future__ import annotations
 
@@ -90,7 +99,8 @@ BWD_VARIANTS = {
 }
 
 # The consumers hand their dQ tiles to a warp of its own (FlashAttention-3's and -4's dQ writer) through
-# mbarriers, where each issued its reduce-add itself between two warpgroup barriers, after waiting out its last.
+# mbarriers, one per tile, where each issued its reduce-add itself between two warpgroup barriers, after waiting
+# out its last.
 _DQ_WRITER = """@gluon.jit
 def _dq_writer(dq_desc, dq_smem, dq_full, ds_empty, seqlen, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr, GROUP: gl.constexpr):
@@ -103,7 +113,7 @@ def _dq_writer(dq_desc, dq_smem, dq_full, ds_empty, seqlen, BLOCK_M: gl.constexp
     for i in range(first, end):
         c = i - first
         for h in gl.static_range(2):
-            mbarrier.wait(dq_full.index(h), c & 1)
+            mbarrier.wait(dq_full.index((c % 2) * 2 + h), (c // 2) & 1)
             _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + h) * DQ_COLS, 0], dq_smem.index((c % 2) * 2 + h))
         tma.store_wait(0)
         mbarrier.arrive(ds_empty.index(c % 2))
@@ -116,9 +126,9 @@ def _attn_bwd_ws_kernel("""
 def _dq_writer_edits(per_thread: bool) -> list[tuple[str, str]]:
     """The dQ writer with two pairs of dQ tiles, pair c % 2 released on ``ds_empty`` of query block c (one more
     arrival), which the consumers already wait on before writing dS two blocks later, so they wait on nothing
-    new. A consumer hands its tile over with each thread's own arrive (``per_thread``, as the kernel's other
-    consumer arrives: at D = 128 ptxas then spills a few loop-invariant wgmma descriptors, ``lab/gluon_bwd_compile
-    --variant``) or with a warpgroup barrier and one thread's arrive (no spills)."""
+    new. A consumer hands tile (c % 2, its half) over on ``dq_full`` of that tile, with each thread's own arrive
+    (``per_thread``, as the kernel's other consumer arrives) or with a warpgroup barrier and one thread's
+    arrive."""
     return [
         ("qdo_empty, ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, HALF: gl.constexpr,",
          "qdo_empty, ds_full, ds_empty, dq_full, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale,\n"
@@ -132,17 +142,18 @@ def _dq_writer_edits(per_thread: bool) -> list[tuple[str, str]]:
         _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
 """, f"""        dq_smem.index((c % 2) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
         hopper.fence_async_shared()
-        _arrive(dq_full.index(HALF), {per_thread})
+        _arrive(dq_full.index((c % 2) * 2 + HALF), {per_thread})
 """),
         ("    tma.store_wait(0)\n\n    # Epilogue: keys", "\n    # Epilogue: keys"),
         ("@gluon.jit\ndef _attn_bwd_ws_kernel(", _DQ_WRITER),
         ("gl.float32, [2, HEAD_DIM // 2, 64], dq_desc.layout)", "gl.float32, [4, HEAD_DIM // 2, 64], dq_desc.layout)"),
         ("    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n",
          "    ds_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"
-         "    dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], bar_layout)\n"),
+         "    dq_full = gl.allocate_shared_memory(gl.int64, [4, 1], bar_layout)\n"),
         ("        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS)\n",
          "        mbarrier.init(ds_empty.index(i), count=2 * CONSUMER_THREADS + 1)\n"
-         f"        mbarrier.init(dq_full.index(i), count={'CONSUMER_THREADS' if per_thread else 1})\n"),
+         f"        mbarrier.init(dq_full.index(i), count={'CONSUMER_THREADS' if per_thread else 1})\n"
+         f"        mbarrier.init(dq_full.index(i + 2), count={'CONSUMER_THREADS' if per_thread else 1})\n"),
         ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,",
          "ds_full, ds_empty, dq_full, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 0,"),
         ("ds_full, ds_empty, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale, 1,",

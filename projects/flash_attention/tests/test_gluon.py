@@ -253,9 +253,15 @@ def test_the_backward_protocol_model_holds_and_catches_a_missing_wait():
     assert len(bp.check(schedules=15, skip="ds_full")) == len(bp.SETTINGS)  # dQ would read half-written dS
     # Without the producer's wait, a slot is refilled under its readers wherever the ring wraps.
     assert len(bp.check(schedules=15, skip="qdo_empty")) == sum(n > st for n, st, _ in bp.SETTINGS)
-    # The dQ writer warp's variants: two dQ tile pairs, released with dS.
+    # The dQ writer warp's variants: two dQ tile pairs, released with dS, a dq_full barrier per tile (four); each
+    # setting also played with the writer lagging as far as the protocol lets it.
     assert bp.check(schedules=15, writer=True) == []
     assert len(bp.check(schedules=15, skip="ds_full", writer=True)) == len(bp.SETTINGS)
+    # A lagging writer reaches the tile overwrite that ds_empty prevents, from three query blocks on.
+    assert len(bp.check(schedules=2, skip="ds_empty", writer=True)) == sum(n >= 3 for n, _, _ in bp.SETTINGS)
+    # The form first timed, one dq_full barrier per consumer, deadlocks once a consumer is two blocks ahead.
+    caught = bp.check(schedules=2, writer=True, writer_barriers=2)
+    assert len(caught) == sum(n >= 2 for n, _, _ in bp.SETTINGS) and all("deadlock" in f for f in caught)
 
 
 def test_the_compile_check_reads_softmax_placement_and_chains_from_sass():
