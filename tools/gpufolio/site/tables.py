@@ -125,6 +125,20 @@ def _varying(params: list[dict]) -> list[str]:
     return [k for k in keys if len({R.norm_value(p.get(k)) for p in params}) > 1]
 
 
+# A cell whose p20–p80 timing band is wider than this share of its median time is marked as noisy: on a quiet
+# GPU a kernel's band is a few percent; wider ones come from clock changes, contention or a host-bound launch.
+WIDE_BAND = 0.10
+
+
+def band_width(r: dict) -> float | None:
+    """The p20–p80 band of a record's timing as a share of its median time (None without timing)."""
+    try:
+        width = (float(r["p80_ms"]) - float(r["p20_ms"])) / float(r["median_ms"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return width if width == width else None  # NaN: no timing
+
+
 def variant_table(run: pd.DataFrame, ctx) -> str:
     """One run of one bench: a row per variant, a column per config; each cell the headline metric and its
     ratio to the headline baseline at that config. Non-ok cells say what happened instead of a number."""
@@ -147,6 +161,7 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
     order = sorted(first_of, key=lambda v: (first_of[v]["role"] == "baseline", v))
     runs_link = R.rel_link(page, R.RUNS_PAGE)
     body = []
+    noisy = False
     for v in order:
         is_base = first_of[v]["role"] == "baseline"
         cells = [R.md_escape(first_of[v]["label"]) + (" *(baseline)*" if is_base else "")]
@@ -166,6 +181,11 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
                 # table would hold hundreds); the headline tables keep the "slower" badge
                 cell += (f' <span class="gf-ratio-loses" title="slower than {base_name}">({R.fmt_ratio(ratio)})</span>'
                          if ratio and ratio < 1 else f" ({R.fmt_ratio(ratio)})")
+            width = band_width(r)
+            if width is not None and width > WIDE_BAND:
+                noisy = True
+                cell += (f' <span class="gf-wide-band" title="p20–p80 band {width:.0%} of the median time">'
+                         f'±{width / 2:.0%}</span>')
             cells.append(cell)
         body.append(cells)
     constant = {k: v for k, v in params_of[configs[0]].items() if k not in vary}
@@ -176,7 +196,9 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
                f"ratio to {base_name} in the same run.* {gpu or first['gpu_name']}, "
                f"{run_link(first, page, 'run ' + first['run_id'])}"
                + (f", {R.md_escape(R.params_text(constant))}" if constant else "")
-               + (" " + R.badge("stale", "stale") if first["stale"] else ""))
+               + (" " + R.badge("stale", "stale") if first["stale"] else "")
+               + (f" *±: a noisy number, its p20–p80 timing band wider than {WIDE_BAND:.0%} of its median (half"
+                  " the band shown).*" if noisy else ""))
     return table(header, body, "l" + "r" * len(configs)) + "\n\n" + caption
 
 

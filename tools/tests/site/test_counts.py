@@ -183,3 +183,15 @@ def test_reason_and_counts_are_one_verdict(mixed_df):
     # the notebook and the not-counted page read ``reason``; tables, charts and headlines ``counted``: the same rows
     assert (mixed_df.reason.isna() == mixed_df.counts.astype(bool)).all()
     assert R.counted(mixed_df).index.equals(mixed_df[mixed_df.counts.astype(bool)].index)
+
+
+def test_variant_table_marks_a_noisy_number(mixed_df):
+    run = S.latest_run(mixed_df, "gemm_ladder", "sgemm", run_id="20261201T101500Z-a1a1a1").copy()
+    quiet = T.variant_table(run, marker_ctx(mixed_df))
+    assert "gf-wide-band" not in quiet and "a noisy number" not in quiet
+    i = run.index[run.variant.eq("07_vectorize") & run.is_headline_metric.astype(bool)][0]
+    run.loc[i, "p80_ms"] = run.loc[i, "p20_ms"] + 0.4 * run.loc[i, "median_ms"]  # a band 40% of the median wide
+    lines = T.variant_table(run, marker_ctx(mixed_df)).splitlines()
+    by_label = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:] if line.startswith("|")}
+    assert "±20%" in by_label[run.loc[i, "label"]] and "a noisy number" in lines[-1]
+    assert sum("gf-wide-band" in line for line in lines) == 1
