@@ -61,7 +61,8 @@ def _speed_vs_baseline(pts: pd.DataFrame) -> pd.Series:
 def regressions(pts: pd.DataFrame, threshold: float = C.THRESHOLD) -> pd.DataFrame:
     """One row per regression: the candidate's point before (``prev_*``) and at the regression."""
     cols = ["project", "bench", "params_key", "params_text", "variant", "label", "prev_run", "prev_git_sha",
-            "prev_date", "prev_anchor", "run_id", "git_sha", "date", "anchor", "time_change", "vs_base_change"]
+            "prev_date", "prev_anchor", "run_id", "git_sha", "date", "anchor", "time_change", "vs_base_change",
+            "noisy_band"]
     if pts.empty:
         return pd.DataFrame(columns=cols)
     pts = pts.assign(speed_vs_base=_speed_vs_baseline(pts))
@@ -78,8 +79,20 @@ def regressions(pts: pd.DataFrame, threshold: float = C.THRESHOLD) -> pd.DataFra
                                                "run_id", "git_sha", "date", "anchor")},
                         "prev_run": prev["run_id"], "prev_git_sha": prev["git_sha"], "prev_date": prev["date"],
                         "prev_anchor": prev["anchor"], "time_change": cur["median_ms"] / prev["median_ms"] - 1.0,
-                        "vs_base_change": None if pd.isna(rel) else rel})
+                        "vs_base_change": None if pd.isna(rel) else rel, "noisy_band": _noisy_band(cur)})
     return pd.DataFrame(out, columns=cols).sort_values(["date", "project", "bench"], ascending=[False, True, True])
+
+
+def _noisy_band(row: dict) -> float | None:
+    """The record's p20–p80 band as a share of its median when wider than ``tables.WIDE_BAND`` (a slowdown read
+    from a noisy number says as much), else None."""
+    width = T.band_width(row)
+    return width if width is not None and width > T.WIDE_BAND else None
+
+
+def _noisy_text(r: dict) -> str:
+    band = r.get("noisy_band")
+    return "" if band is None or pd.isna(band) else f" (a noisy number: its p20–p80 band is {band:.0%} of its median)"
 
 
 def _timing(row: dict) -> dict:
@@ -201,7 +214,7 @@ def project_note(regs: pd.DataFrame, page: str, most: int = 5) -> list[str]:
              "    Slower than the previous counted run while the run's own baseline was not "
              f"([rule and every case]({R.rel_link(page, REGRESSIONS_PAGE)})):", ""]
     lines += [f"    - `{r['bench']}` {R.md_escape(r['label'])}, {R.md_escape(r['params_text'])}: "
-              f"{r['time_change'] * 100:+.1f} % median time, run {r['prev_run']} to {r['run_id']}"
+              f"{r['time_change'] * 100:+.1f} % median time, run {r['prev_run']} to {r['run_id']}{_noisy_text(r)}"
               for r in worst.to_dict("records")]
     if n > most:
         lines.append(f"    - and {n - most} more")
@@ -219,7 +232,7 @@ def regressions_page(regs: pd.DataFrame, rule: str, site: R.Site, page: str = RE
                      f"`{r['bench']}`", R.md_escape(r["label"]), R.md_escape(r["params_text"]),
                      f"[{r['prev_date']}]({runs}#{r['prev_anchor']}) {site.commit_link(r['prev_git_sha'])}",
                      f"[{r['date']}]({runs}#{r['anchor']}) {site.commit_link(r['git_sha'])}",
-                     f"{r['time_change'] * 100:+.1f} %",
+                     f"{r['time_change'] * 100:+.1f} %{_noisy_text(r)}",
                      "—" if pd.isna(r["vs_base_change"]) else f"{r['vs_base_change'] * 100:+.1f} %"])
     header = ["Project", "Bench", "Variant", "Params", "From run", "To run", "Median time", "Speed vs baseline"]
     return parts + [f"{len(rows)} regression{'s' * (len(rows) != 1)}, newest first.", "",

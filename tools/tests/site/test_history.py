@@ -119,3 +119,12 @@ def test_a_bench_whose_headline_metric_changed_plots_only_the_newest_metric():
                          "value": [92000.0, 57.0, 58.0]})
     assert list(R.newest_metric(rows).value) == [57.0, 58.0]
     assert R.newest_metric(rows.iloc[:0]).empty
+
+
+def test_a_regression_read_from_a_noisy_number_says_so():
+    regs = H.regressions(H.points(frame([*run(1, 1.00, 2.0), *run(2, 1.50, 2.0, spread=0.2)])))
+    assert len(regs) == 1 and regs.iloc[0].noisy_band == pytest.approx(0.4)
+    note = "\n".join(H.project_note(regs, "projects/fused_kernels/index.md"))
+    assert "(a noisy number: its p20–p80 band is 40% of its median)" in note
+    quiet = H.regressions(H.points(frame(STORE)))
+    assert "noisy" not in "\n".join(H.project_note(quiet, "x.md"))
