@@ -95,10 +95,12 @@ def cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
         raise CliError(str(e.args[0])) from None
     _require_known(projects, args.bench, args.variant)
     mode = "dry" if args.dry_run else "quick" if args.quick else "full"
-    where = _parse_where(args.where)
-    plan = Plan(projects, mode, set(args.bench), set(args.variant), where)
-    if where:
-        _require_known_params(plan, where)
+    plan = Plan(projects, mode, set(args.bench), set(args.variant), _parse_where(args.where))
+    names = plan.param_names() if plan.where else set()
+    unknown = sorted(set(plan.where) - names)
+    if unknown:
+        raise CliError(f"--where: no selected config has parameter {', '.join(unknown)}; "
+                       f"parameters are: {', '.join(sorted(names))}")
     if not plan.jobs():
         raise CliError(f"nothing to run: no benchmark matches {' '.join(argv)} in mode {mode}")
     command = "python -m gpufolio " + " ".join(shlex.quote(a) for a in recorded_argv(argv))
@@ -144,18 +146,6 @@ def _parse_where(items: list[str]) -> dict[str, set[str]]:
             raise CliError(f"--where {item!r}: expected KEY=VALUE[,VALUE...], e.g. S=512,1024")
         where.setdefault(key.strip(), set()).update(allowed)
     return where
-
-
-def _require_known_params(plan, where: dict[str, set[str]]) -> None:
-    """A --where key that no selected config has is a one-line error naming the keys there are."""
-    from .projects import benches
-
-    keys = {k for p in plan.projects for b in benches(p) if not plan.bench_names or b.name in plan.bench_names
-            for params in b.configs(plan.mode) for k in params}
-    unknown = sorted(set(where) - keys)
-    if unknown:
-        raise CliError(f"--where: no selected config has parameter {', '.join(unknown)}; "
-                       f"parameters are: {', '.join(sorted(keys))}")
 
 
 def cmd_env(args: argparse.Namespace) -> int:

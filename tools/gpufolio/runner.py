@@ -139,9 +139,11 @@ class Plan:
     # sweep without running it all. Values compare as text, case-insensitively (``causal=true``).
     where: dict[str, set[str]] = field(default_factory=dict)
 
-    def jobs(self) -> list[dict]:
-        """Per bench, per config, all variants back to back: baseline and candidates under the same conditions."""
-        out = []
+    def __post_init__(self):
+        self.where = {k: {v.lower() for v in allowed} for k, allowed in self.where.items()}
+
+    def configs(self):
+        """(project, bench, params) of the selected benches, before ``where``."""
         for project in self.projects:
             for bench in benches(project):
                 if self.bench_names and bench.name not in self.bench_names:
@@ -149,19 +151,24 @@ class Plan:
                 if self.mode == "dry" and not bench.dry_run_supported:
                     continue
                 for params in bench.configs(self.mode):
-                    if not config_matches(params, self.where):
-                        continue
-                    for v in bench.variants:
-                        if self.variant_names and v.name not in self.variant_names and v.role != "baseline":
-                            continue
-                        out.append({"kind": "case", "project": project, "bench": bench.name, "variant": v.name,
-                                    "role": v.role, "params": dict(params), "mode": self.mode})
+                    yield project, bench, params
+
+    def param_names(self) -> set[str]:
+        """Every parameter name of the selected benches' configs (what ``where`` may name)."""
+        return {k for _, _, params in self.configs() for k in params}
+
+    def jobs(self) -> list[dict]:
+        """Per bench, per config, all variants back to back: baseline and candidates under the same conditions."""
+        out = []
+        for project, bench, params in self.configs():
+            if not all(str(params.get(k)).lower() in allowed for k, allowed in self.where.items()):
+                continue
+            for v in bench.variants:
+                if self.variant_names and v.name not in self.variant_names and v.role != "baseline":
+                    continue
+                out.append({"kind": "case", "project": project, "bench": bench.name, "variant": v.name,
+                            "role": v.role, "params": dict(params), "mode": self.mode})
         return out
-
-
-def config_matches(params: dict, where: dict[str, set[str]]) -> bool:
-    """Whether a config's parameters hold one of the allowed values for every key of ``where``."""
-    return all(str(params.get(k)).lower() in {v.lower() for v in allowed} for k, allowed in where.items())
 
 
 def make_record(job: dict, reply: dict, *, run_id: str, env: dict, git: dict, digest: str | None,

@@ -152,10 +152,10 @@ class Model:
             yield from self._arrive(self.dq_full[self._dq_full_index(block, c)])
 
     def _dq_full_index(self, block: int, half: int) -> int:
-        return (block % 2) * 2 + half if self.writer_barriers == 4 else half
+        return (block % (self.writer_barriers // 2)) * 2 + half  # a ring of barrier pairs, as the Q/dO ring
 
     def _dq_full_parity(self, block: int) -> int:
-        return (block // 2) & 1 if self.writer_barriers == 4 else block & 1
+        return (block // (self.writer_barriers // 2)) & 1
 
     def consumer(self, c: int, w: int):
         yield from self._wait(self.kv_bar, 0)

@@ -79,18 +79,12 @@ def regressions(pts: pd.DataFrame, threshold: float = C.THRESHOLD) -> pd.DataFra
                                                "run_id", "git_sha", "date", "anchor")},
                         "prev_run": prev["run_id"], "prev_git_sha": prev["git_sha"], "prev_date": prev["date"],
                         "prev_anchor": prev["anchor"], "time_change": cur["median_ms"] / prev["median_ms"] - 1.0,
-                        "vs_base_change": None if pd.isna(rel) else rel, "noisy_band": _noisy_band(cur)})
+                        "vs_base_change": None if pd.isna(rel) else rel, "noisy_band": T.noisy_band(cur)})
     return pd.DataFrame(out, columns=cols).sort_values(["date", "project", "bench"], ascending=[False, True, True])
 
 
-def _noisy_band(row: dict) -> float | None:
-    """The record's p20–p80 band as a share of its median when wider than ``tables.WIDE_BAND`` (a slowdown read
-    from a noisy number says as much), else None."""
-    width = T.band_width(row)
-    return width if width is not None and width > T.WIDE_BAND else None
-
-
 def _noisy_text(r: dict) -> str:
+    """A slowdown read from a noisy number (``tables.noisy_band``) says as much."""
     band = r.get("noisy_band")
     return "" if band is None or pd.isna(band) else f" (a noisy number: its p20–p80 band is {band:.0%} of its median)"
 

@@ -130,13 +130,14 @@ def _varying(params: list[dict]) -> list[str]:
 WIDE_BAND = 0.10
 
 
-def band_width(r: dict) -> float | None:
-    """The p20–p80 band of a record's timing as a share of its median time (None without timing)."""
+def noisy_band(r: dict) -> float | None:
+    """A record's p20–p80 timing band as a share of its median time, when wider than ``WIDE_BAND``; None for a
+    quiet number or one without timing."""
     try:
         width = (float(r["p80_ms"]) - float(r["p20_ms"])) / float(r["median_ms"])
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
-    return width if width == width else None  # NaN: no timing
+    return width if width > WIDE_BAND else None  # NaN (no timing) compares false
 
 
 def variant_table(run: pd.DataFrame, ctx) -> str:
@@ -181,8 +182,8 @@ def variant_table(run: pd.DataFrame, ctx) -> str:
                 # table would hold hundreds); the headline tables keep the "slower" badge
                 cell += (f' <span class="gf-ratio-loses" title="slower than {base_name}">({R.fmt_ratio(ratio)})</span>'
                          if ratio and ratio < 1 else f" ({R.fmt_ratio(ratio)})")
-            width = band_width(r)
-            if width is not None and width > WIDE_BAND:
+            width = noisy_band(r)
+            if width is not None:
                 noisy = True
                 cell += (f' <span class="gf-wide-band" title="p20–p80 band {width:.0%} of the median time">'
                          f'±{width / 2:.0%}</span>')
