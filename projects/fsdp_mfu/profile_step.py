@@ -125,10 +125,11 @@ def gemm_shapes(a, device) -> dict:
     for name, (k, n) in linears.items():
         x, w, dy = torch.randn(M, k, **bf), torch.randn(n, k, **bf), torch.randn(M, n, **bf)
         fl = 2.0 * M * k * n
+        # tensors bound as defaults: each lambda reads this iteration's, which the del below frees
         out["shapes"][name] = {"K_in": k, "N_out": n,
-                               "fwd": tflops(lambda: x @ w.t(), fl),  # x W^T
-                               "dX": tflops(lambda: dy @ w, fl),  # dY W
-                               "dW": tflops(lambda: dy.t() @ x, fl)}  # dY^T x: reduction over the tokens
+                               "fwd": tflops(lambda x=x, w=w: x @ w.t(), fl),  # x W^T
+                               "dX": tflops(lambda dy=dy, w=w: dy @ w, fl),  # dY W
+                               "dW": tflops(lambda dy=dy, x=x: dy.t() @ x, fl)}  # dY^T x: reduction over the tokens
         del x, w, dy
     n8 = 8192 if device.type == "cuda" else 64  # (CPU: a smoke test)
     a8 = torch.randn(n8, n8, **bf)

@@ -1,6 +1,5 @@
 """Block manager: allocation, freeing, reference counts, prefix-cache hits by chained hashes, LRU eviction."""
 import pytest
-
 from gpufolio_projects.inference_engine.block_manager import BlockManager
 from gpufolio_projects.inference_engine.sampling_params import SamplingParams
 from gpufolio_projects.inference_engine.sequence import Sequence

@@ -2,7 +2,6 @@
 is prefilled into the decode buffers and released without leaving blocks or running sequences behind (the GPU
 side — graphs and events — runs in the bench on the GPU)."""
 import pytest
-
 from gpufolio_projects.inference_engine import LLM, SamplingParams
 from gpufolio_projects.inference_engine.config import CacheConfig
 from gpufolio_projects.inference_engine.decode_probe import KERNEL_PATHS, decode_state, kernel_path, release

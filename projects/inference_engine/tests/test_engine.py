@@ -5,7 +5,6 @@ import os
 
 import pytest
 import torch
-
 from gpufolio_projects.inference_engine import LLM, SamplingParams
 from gpufolio_projects.inference_engine.config import CacheConfig, SchedulerConfig
 

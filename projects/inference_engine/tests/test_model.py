@@ -1,7 +1,6 @@
 """Weights: our loader reads a checkpoint transformers wrote, and transformers reads the one we write; the
 full-sequence logits agree in fp32 either way."""
 import torch
-
 from gpufolio_projects.inference_engine.attention import AttentionMetadata
 from gpufolio_projects.inference_engine.config import ModelConfig
 from gpufolio_projects.inference_engine.model import LlamaForCausalLM, load_hf_weights, random_init_, save_hf_checkpoint

@@ -1,7 +1,6 @@
 """Sampling parameters validate; the on-device sampler obeys greedy, top-k and top-p."""
 import pytest
 import torch
-
 from gpufolio_projects.inference_engine.config import CacheConfig, EngineConfig, ModelConfig, SchedulerConfig
 from gpufolio_projects.inference_engine.sampler import Sampler
 from gpufolio_projects.inference_engine.sampling_params import SamplingParams

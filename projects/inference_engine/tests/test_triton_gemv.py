@@ -5,10 +5,9 @@ import os
 
 import pytest
 import torch
-from torch.nn import functional as F
-
 from gpufolio_projects.inference_engine.model import RMSNorm
 from gpufolio_projects.inference_engine.triton_gemv import fused_linear
+from torch.nn import functional as F
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
                                 reason="CPU tensors through the Triton interpreter (GPU box: see test_gpu.py)")

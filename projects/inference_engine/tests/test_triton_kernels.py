@@ -4,7 +4,6 @@ import os
 
 import pytest
 import torch
-
 from gpufolio_projects.inference_engine.attention import paged_decode_reference
 from gpufolio_projects.inference_engine.config import ModelConfig
 from gpufolio_projects.inference_engine.model import RMSNorm, RotaryEmbedding

@@ -1,7 +1,6 @@
 """The GEMV sweep's candidate list (tune_gemv.candidates), on the CPU: what the H200 sweep times must be
 launchable and within the register budget the module states."""
 import pytest
-
 from gpufolio_projects.inference_engine.lab.tune_gemv import candidates
 
 
