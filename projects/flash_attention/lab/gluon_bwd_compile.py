@@ -20,7 +20,14 @@ import argparse
 import itertools
 import sys
 
-from .gluon_compile import PATTERNS, SOFTMAX_METRICS, compile_gluon, compile_report, describe_loops
+from .gluon_compile import (
+    PATTERNS,
+    _exp_between_waits,
+    _stores_under_wgmma,
+    compile_gluon,
+    compile_report,
+    describe_loops,
+)
 
 # The forward's counts plus dQ's TMA reduce-adds, any global atomics (there should be none: dQ goes through TMA),
 # and the generic-to-async proxy fences (dS before the dQ wgmma, dQ before its reduce).
@@ -28,13 +35,16 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
                 "global atomic": r"\b(?:red|atom)\.global\.\S+", "fence.proxy.async": r"fence\.proxy\.async\S*"}
 
 
+# Per query-block loop: how many exponentials run between the wait on Sᵀ (one group left in flight) and the wait on
+# dPᵀ, i.e. under dPᵀ's wgmma; and how many of dQ's 16-byte tile stores run with a wgmma in flight (after the
+# last wait that empties the group, a store holds up the consumer's next wgmma).
+BWD_METRICS = {"exp under dPᵀ": _exp_between_waits, "dQ STS.128 under a wgmma": _stores_under_wgmma}
+
+
 def describe_query_block_loops(loops: list[dict]) -> str:
     """'per query block: 538/530 instructions, 3/4 BAR.SYNC, ...' for the two consumers' loops, from the forward's
-    SASS loop finder (the innermost loops that issue wgmma). Of the forward's ``SOFTMAX_METRICS`` only the
-    exponentials between a wgmma wait that leaves one group in flight and the next wait: here Sᵀ's and dPᵀ's."""
-    under = "exp under P·V"
-    loops = [{("exp under dPᵀ" if name == under else name): n for name, n in loop.items()} for loop in loops]
-    return describe_loops(loops, "query block", skip=tuple(m for m in SOFTMAX_METRICS if m != under))
+    SASS loop finder (the innermost loops that issue wgmma), with ``BWD_METRICS``."""
+    return describe_loops(loops, "query block")
 
 
 def compile_for_hopper(head_dim: int, causal: bool, variant: str | None = None):
@@ -72,7 +82,8 @@ def main() -> None:
             print(f"FAIL {label}: {type(exc).__name__}: {str(exc)[-1500:]}", flush=True)
             failed += 1
             continue
-        bad, text = compile_report(kernel, BWD_PATTERNS, describe_query_block_loops, spills_fail=True)
+        bad, text = compile_report(kernel, BWD_PATTERNS, describe_query_block_loops, spills_fail=True,
+                                   metrics=BWD_METRICS)
         failed += bad
         print(f"{'FAIL' if bad else 'ok'} {label}: {text}", flush=True)
     sys.exit(1 if failed else 0)

@@ -31,7 +31,7 @@ def _alias_renamed_calls() -> None:
 def main() -> int:
     import triton
 
-    from .gluon_bwd_compile import BWD_PATTERNS, compile_for_hopper, describe_query_block_loops
+    from .gluon_bwd_compile import BWD_METRICS, BWD_PATTERNS, compile_for_hopper, describe_query_block_loops
     from .gluon_compile import compile_report
 
     print(f"triton {triton.__version__}", flush=True)
@@ -39,7 +39,7 @@ def main() -> int:
     failed = 0
     for head_dim, causal in itertools.product((128, 64), (False, True)):
         bad, text = compile_report(compile_for_hopper(head_dim, causal), BWD_PATTERNS, describe_query_block_loops,
-                                   spills_fail=True)
+                                   spills_fail=True, metrics=BWD_METRICS)
         failed += bad
         print(f"{'FAIL' if bad else 'ok'} D={head_dim} causal={causal}: {text}", flush=True)
     print("\nD=128 full, PTX order of the synchronisation (both consumers' loops follow the producer's prologue):")

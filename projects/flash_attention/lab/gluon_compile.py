@@ -105,13 +105,15 @@ def sass_of(cubin: bytes) -> str:
                               check=True).stdout
 
 
-def key_block_loops(sass: str) -> list[dict]:
+def key_block_loops(sass: str, metrics: dict | None = None) -> list[dict]:
     """Each consumer's key-block loop in the SASS, in code order: the innermost loops (backward branches) that
-    issue wgmma, with their static instruction count, the counts of ``SASS_FAMILIES``, and (overlap) how many
+    issue wgmma, with their static instruction count, the counts of ``SASS_FAMILIES``, and each of ``metrics``
+    (name -> function of the loop body; the forward's ``SOFTMAX_METRICS`` unless given): (overlap) how many
     exponentials (MUFU.EX2) sit between the wait on S_j (``WARPGROUP.DEPBAR.LE gsb0, 0x1``) and the wait on
     P_{j-1}·V_{j-1} (``... 0x0``), i.e. how much of the softmax runs under its own P·V, and the longest chain of
     dependent FMNMX (the row max's). The try-wait retry stubs after the last EXIT branch back into the code and
     are not loops."""
+    metrics = SOFTMAX_METRICS if metrics is None else metrics
     instrs, label_addr, pending = [], {}, []
     for line in sass.splitlines():
         label = re.match(r"\s*\.(L_x_\d+):", line)
@@ -136,7 +138,7 @@ def key_block_loops(sass: str) -> list[dict]:
              if not any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2, _ in loops)]
     return [{"instructions": len(body), **{name: sum(o.startswith(prefixes) for o, _ in body)
                                            for name, prefixes in SASS_FAMILIES.items()},
-             **{name: metric(body) for name, metric in SOFTMAX_METRICS.items()}}
+             **{name: metric(body) for name, metric in metrics.items()}}
             for _, _, body in sorted(inner)]
 
 
@@ -182,6 +184,24 @@ def _exp_between_waits(body: list[tuple[str, str]]) -> int:
     return count
 
 
+def _stores_under_wgmma(body: list[tuple[str, str]], opcode: str = "STS.128") -> int:
+    """``opcode`` instructions issued while a wgmma may be in flight: after an ``HGMMA`` and before the next
+    ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` (``0x1`` leaves one group in flight). The state at the top of the loop is
+    the one its last instruction leaves: a wgmma in flight across the back edge counts."""
+    def walk(in_flight: bool) -> tuple[int, bool]:
+        count = 0
+        for op, rest in body:
+            if op.startswith("HGMMA"):
+                in_flight = True
+            elif op.startswith("WARPGROUP.DEPBAR") and rest.strip().endswith("0x0"):
+                in_flight = False
+            elif op == opcode and in_flight:
+                count += 1
+        return count, in_flight
+
+    return walk(walk(False)[1])[0]
+
+
 # The forward's softmax metrics per key-block loop, by report name (the backward's report leaves them out).
 SOFTMAX_METRICS = {"exp under P·V": _exp_between_waits, "FMNMX chain": lambda body: _longest_chain(body, "FMNMX"),
                    "exp after turn": lambda body: _after_turn(body, "MUFU.EX2"),
@@ -197,10 +217,12 @@ def describe_loops(loops: list[dict], unit: str = "key block", skip: tuple = ())
         f"{'/'.join(str(v) for v in dict.fromkeys(loop[k] for loop in loops))} {k}" for k in loops[0] if k not in skip)
 
 
-def compile_report(kernel, patterns: dict, describe, spills_fail: bool = False) -> tuple[bool, str]:
+def compile_report(kernel, patterns: dict, describe, spills_fail: bool = False,
+                   metrics: dict | None = None) -> tuple[bool, str]:
     """(failed, one line) for a compiled kernel: shared memory, warps, the setmaxnreg values, ptxas's spill line,
-    the count of each of ``patterns`` in the PTX, then ``describe`` of the consumers' SASS loops. Fails on
-    serialised wgmma, and with ``spills_fail`` on any spill."""
+    the count of each of ``patterns`` in the PTX, then ``describe`` of the consumers' SASS loops (with
+    ``metrics``, as ``key_block_loops`` takes them). Fails on serialised wgmma, and with ``spills_fail`` on any
+    spill."""
     ptx = kernel.asm["ptx"]
     spills = ptxas_spills(ptx)
     bad = "SERIALISED" in spills or (spills_fail and not spills.startswith("0 bytes spill stores, 0 bytes spill loads"))
@@ -208,7 +230,7 @@ def compile_report(kernel, patterns: dict, describe, spills_fail: bool = False) 
     regs = sorted({int(x.split()[-1]) for x in counts["setmaxnreg"]})
     return bad, (f"{kernel.metadata.shared} B shared, {kernel.metadata.num_warps} warps, setmaxnreg values {regs}, "
                  f"{spills}, " + ", ".join(f"{len(v)} {k}" for k, v in counts.items() if k != "setmaxnreg")
-                 + "; " + describe(key_block_loops(sass_of(kernel.asm["cubin"]))))
+                 + "; " + describe(key_block_loops(sass_of(kernel.asm["cubin"]), metrics)))
 
 
 def settings(lean_only: bool) -> list[tuple]:

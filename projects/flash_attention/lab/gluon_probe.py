@@ -24,8 +24,8 @@ DEPTHS = ((128, (2, 3)), (64, (3, 4)))
 # by head dim and causal; {} is the kernel as committed), in the kernel as committed (None) or in one of
 # variants.BWD_VARIANTS. The committed kernel is timed first and last, so the spread between its two times shows
 # how far a variant's difference stands out from drift.
-BWD_SETTINGS = tuple(((D, causal), (({}, None), ({}, "dQ writer warp, two tiles"),
-                                    ({}, "dQ writer warp, two tiles, warpgroup arrive"), ({}, None)))
+BWD_SETTINGS = tuple(((D, causal), (({}, None), ({}, "dQ writer warp, two tiles"), ({}, "dQ reduce under the next Sᵀ"),
+                                    ({}, "dQ reduce under the next Sᵀ, unscaled"), ({}, None)))
                      for D in (128, 64) for causal in (False, True))
 B_H_S = (4, 16, 4096)
 # The softmax-under-P·V and persistent forwards' settings: (tables of gluon_fwd by head dim, each spelled out, as

@@ -58,6 +58,25 @@ Now one ``dq_full`` barrier per tile of each pair (four), so a consumer's next a
 on, behind ``ds_empty``. The protocol model passes with the writer lagging, and neither form spills
 (``evidence/2026-12-06-gluon-bwd-compile-report-dq-writer-four-barriers.txt``); not yet timed. Not made in the
 kernel (README, backward).
+
+Backward, dQ's reduce under the next Sᵀ: after a query block's wgmmas are waited out, the consumer stores its
+dQ share and passes two warpgroup barriers around the reduce-add with none of its own wgmmas in flight. Here
+the share is carried into the next iteration and added there, after that block's Sᵀ is issued. Three forms
+(``evidence/2026-12-06-gluon-bwd-compile-report-dq-reduce-late.txt``):
+
+- "dQ reduce under the next Sᵀ": the share scaled at the end of its block (the gather's multiply becomes 1).
+  Every dQ store runs with Sᵀ in flight in both consumers, with no spills and 3 warpgroup barriers per block
+  in both (the committed kernel has 3 and 4); the loop is 501/495 instructions at D = 128 in full attention
+  against 464/456, 32 of them the FMULs.
+- "..., unscaled": the share as the dQ wgmma left it. ptxas waits out every wgmma before one consumer's stores
+  (``WARPGROUP.DEPBAR.LE gsb0, 0x0`` ahead of the ``STS``; the other consumer's run under Sᵀ): the carried
+  registers are the dQ wgmma's accumulator, and the FMULs give them registers of their own.
+- "... and dPᵀ": dPᵀ issued before the store too. At D = 128 dK, dV, the share, Sᵀ and dPᵀ are 224 registers
+  of 240 and ptxas spills; at D = 64 it compiles clean.
+
+Not yet timed. Prediction, written before any run: level to 3% faster for the backward alone at D = 128 in full
+attention (the store and barriers are a few hundred cycles of a block's four thousand, partly hidden already by
+the other consumer's wgmmas), less at D = 64, where the FMULs weigh more against matmuls half as long.
 """
 from __future__ import annotations
 
@@ -98,6 +117,21 @@ BWD_VARIANTS = {
     ],
 }
 
+# The committed consumer's dQ reduce-add at the end of each query block, which the dQ variants below replace.
+_DQ_REDUCE_IN_LOOP = """\
+        # dQ's share into its (batch·head, query block, consumer) tile of the fp32 buffer by a TMA reduce-add from
+        # shared memory, in its registers' own order (``_fragment_order``). The previous block's reduce must have
+        # read the buffer before it is overwritten (``store_wait``, the issuing thread's bulk group); a warpgroup
+        # barrier then orders every thread's write after it, and another the writes (fenced for the async proxy)
+        # before the one thread that issues the reduce. Rows past S add dS = 0 to the tile's padding.
+        tma.store_wait(0)
+        gl.thread_barrier()
+        dq_buf.store(_fragment_order(dq, DQ_COLS))
+        hopper.fence_async_shared()
+        gl.thread_barrier()
+        _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
+"""
+
 # The consumers hand their dQ tiles to a warp of its own (FlashAttention-3's and -4's dQ writer) through
 # mbarriers, one per tile, where each issued its reduce-add itself between two warpgroup barriers, after waiting
 # out its last.
@@ -134,13 +168,7 @@ def _dq_writer_edits(per_thread: bool) -> list[tuple[str, str]]:
          "qdo_empty, ds_full, ds_empty, dq_full, dq_desc, dk_ptr, dv_ptr, seqlen, qk_scale, scale,\n"
          "              HALF: gl.constexpr,"),
         ("    dq_buf = dq_smem.index(HALF)\n", ""),
-        ("""        tma.store_wait(0)
-        gl.thread_barrier()
-        dq_buf.store(_fragment_order(dq, DQ_COLS))
-        hopper.fence_async_shared()
-        gl.thread_barrier()
-        _tma_reduce_add(dq_desc, [((bh * n_qblocks + i) * 2 + HALF) * DQ_COLS, 0], dq_buf)
-""", f"""        dq_smem.index((c % 2) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
+        (_DQ_REDUCE_IN_LOOP, f"""        dq_smem.index((c % 2) * 2 + HALF).store(_fragment_order(dq, DQ_COLS))
         hopper.fence_async_shared()
         _arrive(dq_full.index((c % 2) * 2 + HALF), {per_thread})
 """),
@@ -167,6 +195,62 @@ def _dq_writer_edits(per_thread: bool) -> list[tuple[str, str]]:
 
 BWD_VARIANTS["dQ writer warp, two tiles"] = _dq_writer_edits(per_thread=True)
 BWD_VARIANTS["dQ writer warp, two tiles, warpgroup arrive"] = _dq_writer_edits(per_thread=False)
+
+
+# dQ's share of query block i added one block late, after block i + 1's Sᵀ (and dPᵀ) are issued, so those wgmmas
+# run while the consumer stores the tile and passes the two warpgroup barriers around its reduce-add. The share is
+# carried to the next iteration in registers, already waited out: no wgmma is in flight across the loop's back
+# edge (in the forward, one was, and ptxas serialised every wgmma). Carried as the dQ wgmma left it, the share's
+# registers are that wgmma's accumulator, and ptxas waits out every wgmma in flight before the store reads them
+# (``WARPGROUP.DEPBAR.LE gsb0, 0x0`` ahead of the ``STS``): the next Sᵀ then runs before the store, not under it.
+# Scaled by ``scale`` at the end of its block (FMULs that write registers of their own; the gather's multiply
+# becomes 1), the store runs with Sᵀ in flight.
+_DQ_REDUCE = """@gluon.jit
+def _dq_reduce(dq, dq_buf, dq_desc, row, DQ_COLS: gl.constexpr):
+    # A query block's share of dQ into its tile of the fp32 buffer: the previous reduce has read the buffer
+    # (store_wait), every thread's write after that, the writes (fenced for the async proxy) before the issue.
+    tma.store_wait(0)
+    gl.thread_barrier()
+    dq_buf.store(_fragment_order(dq, DQ_COLS))
+    hopper.fence_async_shared()
+    gl.thread_barrier()
+    _tma_reduce_add(dq_desc, [row, 0], dq_buf)
+
+
+@gluon.jit
+def _consumer("""
+
+def _dq_reduce_late_edits(with_dpt: bool, scaled: bool = True) -> list[tuple[str, str]]:
+    """The previous block's dQ added after this block's Sᵀ is issued, and after its dPᵀ too (``with_dpt``); the
+    share carried scaled (``scaled``) or as the wgmma left it."""
+    # Unconditional: an ``if c > 0`` costs one warpgroup barrier more per block (the shared-memory analysis adds
+    # one across the branch). At the first block the share is zeros, added into that block's own tile.
+    late = ("        prev = i - 1 + (c == 0).to(gl.int32)  # the previous block's dQ, under this block's first wgmmas\n"
+            "        _dq_reduce(dq, dq_buf, dq_desc, ((bh * n_qblocks + prev) * 2 + HALF) * DQ_COLS, DQ_COLS)\n")
+    issue_dpt = "        mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)\n"
+    return [
+        ("@gluon.jit\ndef _consumer(", _DQ_REDUCE),
+        ("    mbarrier.wait(kv_bar, 0)\n    for i in range(first, end):\n",
+         "    mbarrier.wait(kv_bar, 0)\n"
+         "    dq = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, dq_layout)  # the previous block's share, added late\n"
+         "    for i in range(first, end):\n"),
+        ("        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]",
+         (late if with_dpt else "") + "        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]"),
+        (issue_dpt, issue_dpt if with_dpt else late + issue_dpt),
+        (_DQ_REDUCE_IN_LOOP, ("        dq = dq * scale  # registers of its own, not the dQ wgmma's accumulator"
+                              " (ptxas waits out Sᵀ before storing those); the gather then scales by 1\n")
+         if scaled else ""),
+    ] + ([("_dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, scale,",
+           "_dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, 1.0,")] if scaled else []) + [
+        ("    tma.store_wait(0)\n\n    # Epilogue: keys",
+         "    _dq_reduce(dq, dq_buf, dq_desc, ((bh * n_qblocks + end - 1) * 2 + HALF) * DQ_COLS, DQ_COLS)\n"
+         "    tma.store_wait(0)\n\n    # Epilogue: keys"),
+    ]
+
+
+BWD_VARIANTS["dQ reduce under the next Sᵀ"] = _dq_reduce_late_edits(with_dpt=False)
+BWD_VARIANTS["dQ reduce under the next Sᵀ and dPᵀ"] = _dq_reduce_late_edits(with_dpt=True)
+BWD_VARIANTS["dQ reduce under the next Sᵀ, unscaled"] = _dq_reduce_late_edits(with_dpt=False, scaled=False)
 
 
 @functools.cache
