@@ -22,11 +22,11 @@ import sys
 
 from .gluon_compile import (
     PATTERNS,
-    _exp_between_waits,
-    _stores_under_wgmma,
     compile_gluon,
     compile_report,
     describe_loops,
+    exp_between_waits,
+    stores_under_wgmma,
 )
 
 # The forward's counts plus dQ's TMA reduce-adds, any global atomics (there should be none: dQ goes through TMA),
@@ -38,7 +38,7 @@ BWD_PATTERNS = {**PATTERNS, "tma reduce": r"cp\.reduce\.async\.bulk\.tensor\S*",
 # Per query-block loop: how many exponentials run between the wait on Sᵀ (one group left in flight) and the wait on
 # dPᵀ, i.e. under dPᵀ's wgmma; and how many of dQ's 16-byte tile stores run with a wgmma in flight (after the
 # last wait that empties the group, a store holds up the consumer's next wgmma).
-BWD_METRICS = {"exp under dPᵀ": _exp_between_waits, "dQ STS.128 under a wgmma": _stores_under_wgmma}
+BWD_METRICS = {"exp under dPᵀ": exp_between_waits, "dQ STS.128 under a wgmma": stores_under_wgmma}
 
 
 def describe_query_block_loops(loops: list[dict]) -> str:

@@ -173,7 +173,7 @@ def _after_turn(body: list[tuple[str, str]], opcode: str) -> int:
     return sum(op.startswith(opcode) for op, _ in body[start:])
 
 
-def _exp_between_waits(body: list[tuple[str, str]]) -> int:
+def exp_between_waits(body: list[tuple[str, str]]) -> int:
     """MUFU.EX2 between a ``WARPGROUP.DEPBAR.LE gsb0, 0x1`` and the next ``... 0x0`` (0 without the overlap)."""
     count, inside = 0, False
     for op, rest in body:
@@ -184,7 +184,7 @@ def _exp_between_waits(body: list[tuple[str, str]]) -> int:
     return count
 
 
-def _stores_under_wgmma(body: list[tuple[str, str]], opcode: str = "STS.128") -> int:
+def stores_under_wgmma(body: list[tuple[str, str]], opcode: str = "STS.128") -> int:
     """``opcode`` instructions issued while a wgmma may be in flight: after an ``HGMMA`` and before the next
     ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` (``0x1`` leaves one group in flight). The state at the top of the loop is
     the one its last instruction leaves: a wgmma in flight across the back edge counts."""
@@ -202,8 +202,8 @@ def _stores_under_wgmma(body: list[tuple[str, str]], opcode: str = "STS.128") ->
     return walk(walk(False)[1])[0]
 
 
-# The forward's softmax metrics per key-block loop, by report name (the backward's report leaves them out).
-SOFTMAX_METRICS = {"exp under P·V": _exp_between_waits, "FMNMX chain": lambda body: _longest_chain(body, "FMNMX"),
+# The forward's softmax metrics per key-block loop, by report name (the backward's report has its own, BWD_METRICS).
+SOFTMAX_METRICS = {"exp under P·V": exp_between_waits, "FMNMX chain": lambda body: _longest_chain(body, "FMNMX"),
                    "exp after turn": lambda body: _after_turn(body, "MUFU.EX2"),
                    "FADD after turn": lambda body: _after_turn(body, "FADD")}
 

@@ -274,7 +274,7 @@ def test_the_compile_check_reads_softmax_placement_and_chains_from_sass():
             ("SYNCS.PHASECHK.TRANS64.TRYWAIT", " P0, [UR4], R12"), ("MUFU.EX2", " R13, R14"),
             ("FADD", " R15, R8, R10"), ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0"), ("FMUL", " R16, R16, R17")]
     assert gc._after_turn(body, "MUFU.EX2") == 1 and gc._after_turn(body, "FADD") == 1
-    assert gc._exp_between_waits(body) == 3
+    assert gc.exp_between_waits(body) == 3
     assert gc._longest_chain(body, "FMNMX") == 3
 
 
@@ -284,14 +284,14 @@ def test_the_backward_compile_check_counts_dq_stores_under_a_wgmma():
     sts = ("STS.128", " [R2], R4")
     # The committed order: every wgmma waited out, then the store.
     waited = [("HGMMA.64x64x16.F32.BF16", " R8, gdesc[UR4], RZ"), ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0"), sts, sts]
-    assert gc._stores_under_wgmma(waited) == 0
+    assert gc.stores_under_wgmma(waited) == 0
     # dK still in flight (one group left): the store runs under it.
     one_left = waited[:1] * 2 + [("WARPGROUP.DEPBAR.LE", " gsb0, 0x1"), sts, sts, ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0")]
-    assert gc._stores_under_wgmma(one_left) == 2
+    assert gc.stores_under_wgmma(one_left) == 2
     # The next block's Sᵀ issued first; and a loop whose last instruction leaves a wgmma in flight counts the
     # stores at its top, before any HGMMA of the body.
-    assert gc._stores_under_wgmma([waited[0], sts, ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0")]) == 1
-    assert gc._stores_under_wgmma([sts, ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0"), waited[0]]) == 1
+    assert gc.stores_under_wgmma([waited[0], sts, ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0")]) == 1
+    assert gc.stores_under_wgmma([sts, ("WARPGROUP.DEPBAR.LE", " gsb0, 0x0"), waited[0]]) == 1
 
 
 def test_a_lab_variant_is_the_kernel_with_its_edits_beside_it():
