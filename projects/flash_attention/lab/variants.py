@@ -69,8 +69,8 @@ the share is carried into the next iteration and added there, after that block's
   in both (the committed kernel has 3 and 4); the loop is 501/495 instructions at D = 128 in full attention
   against 464/456, 32 of them the FMULs.
 - "..., unscaled": the share as the dQ wgmma left it. ptxas waits out every wgmma before one consumer's stores
-  (``WARPGROUP.DEPBAR.LE gsb0, 0x0`` ahead of the ``STS``; the other consumer's run under Sᵀ): the carried
-  registers are the dQ wgmma's accumulator, and the FMULs give them registers of their own.
+  (``WARPGROUP.DEPBAR.LE gsb0, 0x0`` ahead of the ``STS``; the other consumer's run under Sᵀ). Our reading:
+  ptxas will not read registers a wgmma wrote while another is in flight, and the FMULs write new ones.
 - "... and dPᵀ": dPᵀ issued before the store too. At D = 128 dK, dV, the share, Sᵀ and dPᵀ are 224 registers
   of 240 and ptxas spills; at D = 64 it compiles clean.
 
@@ -200,11 +200,11 @@ BWD_VARIANTS["dQ writer warp, two tiles, warpgroup arrive"] = _dq_writer_edits(p
 # dQ's share of query block i added one block late, after block i + 1's Sᵀ (and dPᵀ) are issued, so those wgmmas
 # run while the consumer stores the tile and passes the two warpgroup barriers around its reduce-add. The share is
 # carried to the next iteration in registers, already waited out: no wgmma is in flight across the loop's back
-# edge (in the forward, one was, and ptxas serialised every wgmma). Carried as the dQ wgmma left it, the share's
-# registers are that wgmma's accumulator, and ptxas waits out every wgmma in flight before the store reads them
-# (``WARPGROUP.DEPBAR.LE gsb0, 0x0`` ahead of the ``STS``): the next Sᵀ then runs before the store, not under it.
-# Scaled by ``scale`` at the end of its block (FMULs that write registers of their own; the gather's multiply
-# becomes 1), the store runs with Sᵀ in flight.
+# edge (in the forward, one was, and ptxas serialised every wgmma). Carried as the dQ wgmma left it, the share
+# makes ptxas wait out every wgmma in flight before one consumer's store reads it (``WARPGROUP.DEPBAR.LE gsb0,
+# 0x0`` ahead of the ``STS``): the next Sᵀ then runs before the store, not under it. Scaled by ``scale`` at the
+# end of its block (FMULs that write new registers; the gather's multiply becomes 1), the store runs with Sᵀ in
+# flight.
 _DQ_REDUCE = """@gluon.jit
 def _dq_reduce(dq, dq_buf, dq_desc, row, DQ_COLS: gl.constexpr):
     # A query block's share of dQ into its tile of the fp32 buffer: the previous reduce has read the buffer
@@ -237,8 +237,8 @@ def _dq_reduce_late_edits(with_dpt: bool, scaled: bool = True) -> list[tuple[str
         ("        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]",
          (late if with_dpt else "") + "        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]"),
         (issue_dpt, issue_dpt if with_dpt else late + issue_dpt),
-        (_DQ_REDUCE_IN_LOOP, ("        dq = dq * scale  # registers of its own, not the dQ wgmma's accumulator"
-                              " (ptxas waits out Sᵀ before storing those); the gather then scales by 1\n")
+        (_DQ_REDUCE_IN_LOOP, ("        dq = dq * scale  # new registers, not the ones the dQ wgmma wrote"
+                              " (see lab/variants.py); the gather then scales by 1\n")
          if scaled else ""),
     ] + ([("_dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, scale,",
            "_dq_from_tiles_kernel[(n_qblocks, B * H)](dq_acc, dq, 1.0,")] if scaled else []) + [
