@@ -227,16 +227,16 @@ def _dq_reduce_late_edits(with_dpt: bool, scaled: bool = True) -> list[tuple[str
     # one across the branch). At the first block the share is zeros, added into that block's own tile.
     late = ("        prev = i - 1 + (c == 0).to(gl.int32)  # the previous block's dQ, under this block's first wgmmas\n"
             "        _dq_reduce(dq, dq_buf, dq_desc, ((bh * n_qblocks + prev) * 2 + HALF) * DQ_COLS, DQ_COLS)\n")
-    issue_dpt = "        mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)\n"
+    # Placed before the wait on Sᵀ (dPᵀ issued by then) or before the wait for dO (Sᵀ alone issued).
+    before = ("        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]" if with_dpt
+              else "        mbarrier.wait(do_ready.index(s), (c // STAGES) & 1)\n")
     return [
         ("@gluon.jit\ndef _consumer(", _DQ_REDUCE),
         ("    mbarrier.wait(kv_bar, 0)\n    for i in range(first, end):\n",
          "    mbarrier.wait(kv_bar, 0)\n"
          "    dq = gl.zeros([BLOCK_M, DQ_COLS], gl.float32, dq_layout)  # the previous block's share, added late\n"
          "    for i in range(first, end):\n"),
-        ("        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]",
-         (late if with_dpt else "") + "        st = hopper.warpgroup_mma_wait(1, deps=[st, k_h, q_t])[0]"),
-        (issue_dpt, issue_dpt if with_dpt else late + issue_dpt),
+        (before, late + before),
         (_DQ_REDUCE_IN_LOOP, ("        dq = dq * scale  # new registers, not the ones the dQ wgmma wrote"
                               " (see lab/variants.py); the gather then scales by 1\n")
          if scaled else ""),
